@@ -1,0 +1,52 @@
+"""The ONNX Resize backend cases shipped in the installed onnx package, named after their export functions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from onnx import NodeProto, helper
+
+
+@dataclass
+class OnnxCase:
+    name: str              # the export function, e.g. export_resize_upsample_scales_linear
+    node: NodeProto
+    x: np.ndarray
+    roi: object
+    scales: object
+    sizes: object
+    expected: np.ndarray
+
+    @property
+    def attributes(self) -> dict:
+        out = {}
+        for a in self.node.attribute:
+            v = helper.get_attribute_value(a)
+            out[a.name] = v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, list) else v)
+        return out
+
+
+@lru_cache(maxsize=1)
+def onnx_resize_cases() -> tuple:
+    from onnx.backend.test.case.node import resize as module
+    captured, cases = [], []
+    original = module.expect
+    module.expect = lambda node, inputs, outputs, name, **kw: captured.append((node, inputs, outputs))
+    try:
+        for fn in sorted(n for n in dir(module.Resize) if n.startswith("export")):
+            start = len(captured)
+            getattr(module.Resize, fn)()
+            for node, inputs, outputs in captured[start:]:
+                it = iter(inputs)
+                ins = [next(it) if n else None for n in node.input] + [None] * 4
+                lists = [None if v is None else v.tolist() for v in ins[1:4]]
+                cases.append(OnnxCase(fn, node, ins[0], *lists, outputs[0]))
+    finally:
+        module.expect = original
+    return tuple(cases)
+
+
+def case_to_resize(case: OnnxCase, opset: int = 19):
+    from dml_desc.conventions.onnx import OnnxResize
+    return OnnxResize(list(case.x.shape), case.attributes, case.roi, case.scales, case.sizes, opset=opset)

@@ -1,0 +1,54 @@
+"""The NumPy reference: forward resample and its exact transpose, from the shared per-axis taps."""
+from __future__ import annotations
+
+import numpy as np
+
+from dml_desc.canonical import Resampling
+from dml_desc.weights import Taps, forward_taps, gradient_taps
+
+
+def contract(data: np.ndarray, taps: Taps, axis: int) -> np.ndarray:
+    """dst[..., r, ...] = sum_k weight[r, k] * data[..., index[r, k], ...] along `axis`."""
+    gathered = np.take(data, taps.index, axis=axis)            # axis -> (rows, K)
+    shape = [1] * gathered.ndim
+    shape[axis], shape[axis + 1] = taps.weight.shape
+    return (gathered * taps.weight.reshape(shape)).sum(axis=axis + 1)
+
+
+def _run(data, res: Resampling, table, expected_shape, fill):
+    data = np.asarray(data)
+    if data.shape != expected_shape:
+        from dml_desc.errors import DescError
+        raise DescError("data.shape", data.shape, f"must be {expected_shape}")
+    acc = data.astype(np.float64)
+    for axis in res.resized_axes:
+        acc = contract(acc, table(res.axes[axis], res), axis)
+    if fill is not None:
+        acc = acc + fill
+    return acc.astype(data.dtype)
+
+
+def resize(x, res: Resampling) -> np.ndarray:
+    """Forward resample (Resize, DML_RESAMPLE*, Interpolate)."""
+    return _run(x, res, forward_taps, res.in_shape, _extrapolated_fill(res))
+
+
+def resize_grad(dy, res: Resampling) -> np.ndarray:
+    """Gradient (ResizeGrad, DML_RESAMPLE_GRAD*, InterpolateBackward): the exact transpose of `resize`."""
+    return _run(dy, res, gradient_taps, res.out_shape, None)
+
+
+def _extrapolated_fill(res: Resampling):
+    """tf_crop_and_resize: outputs whose coordinate leaves [0, in-1] on any axis hold the constant."""
+    if not any(a.extrapolate for a in res.axes) or res.extrapolation_value == 0:
+        return None
+    from dml_desc.weights import coordinates
+    outside = np.zeros(res.out_shape, bool)
+    for axis, ax in enumerate(res.axes):
+        if ax.extrapolate:
+            x = coordinates(ax)
+            mask = (x < 0) | (x > ax.in_size - 1)
+            shape = [1] * len(res.axes)
+            shape[axis] = ax.out_size
+            outside |= mask.reshape(shape)
+    return np.where(outside, res.extrapolation_value, 0.0)

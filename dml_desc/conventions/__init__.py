@@ -1,0 +1,56 @@
+"""Every convention as a pair of pure converters around the canonical form.
+
+`load(fmt, obj)` reads a convention's JSON form -> (Resampling, backward);
+`dump(fmt, res, backward)` writes it -> (JSON object, notes), or raises ConversionError.
+"""
+from __future__ import annotations
+
+from .. import dmljson
+from ..canonical import Resampling
+from ..errors import require
+from . import dml, onednn, onnx, tf, torch
+
+FORMATS = ("dml", "onednn", "onnx", "torch", "tf")
+
+
+def load(fmt: str, obj: dict, **options) -> tuple[Resampling, bool]:
+    require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    if fmt == "dml":
+        desc = dmljson.from_json(obj)
+        return dml.to_canonical(desc, **options), "GRAD" in desc.OPERATOR
+    if fmt == "onednn":
+        return onednn.to_canonical(obj), onednn.find_op(obj)["kind"] == "InterpolateBackward"
+    if fmt == "onnx":
+        node = onnx.OnnxResize.from_json(obj)
+        return onnx.to_canonical(node), node.op_type == "ResizeGrad"
+    if fmt == "torch":
+        return torch.to_canonical(torch.TorchInterpolate.from_json(obj)), False
+    return tf.to_canonical(tf.TfResize.from_json(obj)), False
+
+
+def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[dict, tuple]:
+    require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    if fmt == "dml":
+        op = options.pop("operator", None) or ("DML_OPERATOR_RESAMPLE_GRAD" if backward else "DML_OPERATOR_RESAMPLE1")
+        try:
+            desc, notes = dml.from_canonical(res, op, **options)
+        except Exception:
+            if options or op not in ("DML_OPERATOR_RESAMPLE_GRAD", "DML_OPERATOR_RESAMPLE1"):
+                raise
+            wider = "DML_OPERATOR_RESAMPLE_GRAD1" if backward else "DML_OPERATOR_RESAMPLE2"
+            desc, notes = dml.from_canonical(res, wider)
+        return dmljson.to_json(desc), notes
+    if fmt == "onednn":
+        return onednn.from_canonical(res, backward=backward, **options)
+    if fmt == "onnx":
+        node, notes = onnx.from_canonical(res, op_type="ResizeGrad" if backward else "Resize", **options)
+        return node.to_json(), notes
+    conv = torch if fmt == "torch" else tf
+    obj, notes = conv.from_canonical(res, **options)
+    return obj.to_json(), notes
+
+
+def convert(src: str, dst: str, obj: dict, **options) -> tuple[dict, tuple]:
+    res, backward = load(src, obj)
+    out, notes = dump(dst, res, backward, **options)
+    return out, tuple(res.notes) + tuple(notes)

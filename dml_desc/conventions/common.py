@@ -1,0 +1,98 @@
+"""Helpers every converter shares: exactness checks and half-pixel style axis maps."""
+from __future__ import annotations
+
+import math
+
+from ..canonical import AxisMap, Mode, Resampling, Rounding, ratio
+from ..errors import ConversionError, DescError
+from ..weights import same_weights
+
+
+def refuse(field: str, value, reason: str):
+    raise ConversionError(field, value, reason)
+
+
+def exact(source: Resampling, candidate: Resampling, target: str) -> Resampling:
+    """Return `candidate` if it is the same map as `source`; note when only these shapes agree."""
+    source, candidate = source.normalized(), candidate.normalized()
+    if _same_params(source, candidate):
+        return candidate
+    if same_weights(source, candidate):
+        return candidate.noted(f"{target}: equal to the source only for these shapes "
+                               f"(in={list(source.in_shape)}, out={list(source.out_shape)}): "
+                               "the parameters differ but no rounding tie or clamp tells them apart")
+    field, ours, theirs = _differences(source, candidate)[0]
+    refuse(field, ours, f"{target} cannot express this exactly: the nearest form it has gives {field}={theirs!r}")
+
+
+def _same_params(a: Resampling, b: Resampling) -> bool:
+    return (a.axes, a.mode, a.antialias) == (b.axes, b.mode, b.antialias) and \
+        (a.mode is not Mode.CUBIC or (a.cubic_coeff_a, a.exclude_outside) == (b.cubic_coeff_a, b.exclude_outside))
+
+
+def _differences(a: Resampling, b: Resampling):
+    out = []
+    for name in ("mode", "antialias", "cubic_coeff_a", "exclude_outside"):
+        if getattr(a, name) != getattr(b, name):
+            out.append((name, getattr(a, name), getattr(b, name)))
+    for i, (x, y) in enumerate(zip(a.axes, b.axes)):
+        for name in ("in_size", "out_size", "scale", "in_offset", "out_offset", "rounding", "extrapolate"):
+            if getattr(x, name) != getattr(y, name):
+                out.append((f"axes[{i}].{name}", _show(getattr(x, name)), _show(getattr(y, name))))
+    return out or [("weights", "source", "the two forms give different weights")]
+
+
+def _show(v):
+    return v.value if isinstance(v, Rounding) else (str(v) if not isinstance(v, (int, float)) else v)
+
+
+def half_pixel_axis(n_in: int, n_out: int, scale, rounding=Rounding.ROUND_PREFER_FLOOR) -> AxisMap:
+    return AxisMap(n_in, n_out, scale, 0.5, -0.5, rounding)
+
+
+def align_corners_axis(n_in: int, n_out: int, rounding=Rounding.ROUND_PREFER_FLOOR, scale=None) -> AxisMap:
+    """x = o * (in-1)/(out-1); 0 when out == 1. `scale` overrides the exact ratio (TF's float32 one)."""
+    if n_out == 1 or n_in == 1:
+        return AxisMap(n_in, n_out, math.inf, 0.0, 0.0, rounding)
+    return AxisMap(n_in, n_out, ratio(n_out - 1, n_in - 1) if scale is None else scale, 0.0, 0.0, rounding)
+
+
+def spatial_axes(rank: int, layout: str) -> range:
+    """Spatial axes of an NCX (channels first) or NXC (channels last) tensor."""
+    return range(2, rank) if layout == "NCX" else range(1, rank - 1)
+
+
+def place(shape, spatial, maps) -> tuple:
+    """Identity maps everywhere except the spatial axes."""
+    axes = [AxisMap.identity(n) for n in shape]
+    for i, m in zip(spatial, maps):
+        axes[i] = m
+    return tuple(axes)
+
+
+def reciprocal_f32(value: float):
+    """The exact scale whose reciprocal is float32(value): for runtimes that multiply by in/out."""
+    import numpy as np
+    from fractions import Fraction
+    return 1 / Fraction(float(np.float32(value)))
+
+
+def first_exact(res: Resampling, candidates, to_canonical, target: str) -> tuple:
+    """The first candidate whose canonical form is `res` exactly; else one equal for these shapes.
+    Refuses with the most telling reason (an inexact map before a malformed candidate)."""
+    errors, best = [], None
+    for cand in candidates:
+        try:
+            back = exact(res, to_canonical(cand), target)
+        except DescError as e:
+            errors.append(e)
+            continue
+        if not back.notes:
+            return cand, ()
+        best = best or (cand, back.notes)
+    if best:
+        return best
+    errors.sort(key=lambda e: not isinstance(e, ConversionError))
+    if not errors:
+        refuse("map", "resampling", f"{target} has no spelling for this map")
+    raise errors[0]

@@ -1,0 +1,273 @@
+"""ONNX Resize / com.microsoft ResizeGrad attributes and roi/scales/sizes (opsets 10-19) <-> canonical.
+
+Scale semantics follow onnxruntime's CPU kernel: with a scales input the coordinate uses that
+float32 scale; with sizes it uses float32(out / in).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..canonical import AxisMap, Mode, Resampling, Rounding, fraction, ratio
+from ..errors import require
+from .common import first_exact, refuse
+
+CTM_BY_OPSET = {
+    10: ("asymmetric",),
+    11: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+         "tf_crop_and_resize"),
+    13: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
+    18: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
+    19: ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+         "tf_crop_and_resize"),
+}
+ATTRS_BY_OPSET = {
+    10: {"mode"},
+    11: {"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+         "extrapolation_value", "nearest_mode"},
+}
+ATTRS_BY_OPSET[13] = ATTRS_BY_OPSET[11]
+ATTRS_BY_OPSET[18] = ATTRS_BY_OPSET[11] | {"antialias", "axes", "keep_aspect_ratio_policy"}
+ATTRS_BY_OPSET[19] = ATTRS_BY_OPSET[18]
+MODES = {"nearest": Mode.NEAREST, "linear": Mode.LINEAR, "cubic": Mode.CUBIC}
+NEAREST_MODES = {r.value: r for r in Rounding}
+POLICIES = ("stretch", "not_larger", "not_smaller")
+
+
+def schema_opset(opset: int) -> int:
+    require(isinstance(opset, int) and 10 <= opset <= 21, "opset", opset, "Resize is defined for opsets 10 to 21")
+    return max(v for v in CTM_BY_OPSET if v <= opset)
+
+
+@dataclass
+class OnnxResize:
+    """A Resize (or ResizeGrad) node's attributes and constant inputs, plus the shape of X."""
+    input_shape: Sequence[int]
+    attributes: dict = field(default_factory=dict)
+    roi: Optional[Sequence[float]] = None
+    scales: Optional[Sequence[float]] = None
+    sizes: Optional[Sequence[int]] = None
+    opset: int = 19
+    op_type: str = "Resize"
+
+    def attr(self, name, default=None):
+        return self.attributes.get(name, default)
+
+    def to_json(self) -> dict:
+        out = {"op_type": self.op_type, "opset": self.opset, "input_shape": list(self.input_shape),
+               "attributes": dict(self.attributes)}
+        for name in ("roi", "scales", "sizes"):
+            if getattr(self, name) is not None:
+                out[name] = [float(v) if name != "sizes" else int(v) for v in getattr(self, name)]
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "OnnxResize":
+        require(isinstance(obj, dict), "onnx", obj, "must be a JSON object")
+        known = {"op_type", "opset", "input_shape", "attributes", "roi", "scales", "sizes"}
+        extra = sorted(set(obj) - known)
+        require(not extra, extra[0] if extra else "", obj.get(extra[0]) if extra else None,
+                f"unknown key; the ONNX form has {sorted(known)}")
+        require("input_shape" in obj, "input_shape", None, "is required (the shape of X)")
+        return cls(**obj)
+
+
+def _validate(node: OnnxResize) -> tuple:
+    opset = schema_opset(node.opset)
+    require(node.op_type in ("Resize", "ResizeGrad"), "op_type", node.op_type, "must be Resize or ResizeGrad")
+    shape = node.input_shape
+    require(isinstance(shape, (list, tuple)) and len(shape) >= 1 and
+            all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape),
+            "input_shape", shape, "must be a non-empty list of integers >= 1")
+    require(isinstance(node.attributes, dict), "attributes", node.attributes, "must be an object")
+    for name in node.attributes:
+        require(name in ATTRS_BY_OPSET[opset], name, node.attributes[name],
+                f"is not a Resize-{opset} attribute (it has {sorted(ATTRS_BY_OPSET[opset])})")
+    mode = node.attr("mode", "nearest")
+    require(mode in MODES and (opset > 10 or mode != "cubic"), "mode", mode,
+            f"must be one of {list(MODES) if opset > 10 else ['nearest', 'linear']}")
+    ctm = node.attr("coordinate_transformation_mode", "half_pixel" if opset > 10 else "asymmetric")
+    require(ctm in CTM_BY_OPSET[opset], "coordinate_transformation_mode", ctm,
+            f"Resize-{opset} allows {list(CTM_BY_OPSET[opset])}")
+    nearest = node.attr("nearest_mode", "round_prefer_floor")
+    require(nearest in NEAREST_MODES, "nearest_mode", nearest, f"must be one of {list(NEAREST_MODES)}")
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    require(policy in POLICIES, "keep_aspect_ratio_policy", policy, f"must be one of {list(POLICIES)}")
+    for name in ("antialias", "exclude_outside"):
+        require(node.attr(name, 0) in (0, 1), name, node.attr(name), "must be 0 or 1")
+    for name in ("cubic_coeff_a", "extrapolation_value"):
+        v = node.attr(name, 0.0)
+        require(isinstance(v, (int, float)) and math.isfinite(v), name, v, "must be a finite number")
+    return opset, mode, ctm, nearest, policy
+
+
+def _axes(node: OnnxResize) -> tuple:
+    rank = len(node.input_shape)
+    axes = node.attr("axes")
+    if axes is None:
+        return tuple(range(rank))
+    require(isinstance(axes, (list, tuple)) and all(isinstance(a, int) and -rank <= a < rank for a in axes),
+            "axes", axes, f"every axis must be an integer in [-{rank}, {rank - 1}]")
+    norm = tuple(a % rank for a in axes)
+    require(len(set(norm)) == len(norm), "axes", axes, "must not repeat an axis")
+    return norm
+
+
+def _f32(v) -> float:
+    return float(np.float32(v))
+
+
+def _sizes_and_scales(node: OnnxResize, axes, policy):
+    """Per resized axis: (output size, float32 scale the coordinate uses)."""
+    has_scales = node.scales is not None and len(node.scales) > 0
+    has_sizes = node.sizes is not None and len(node.sizes) > 0
+    require(has_scales != has_sizes, "scales/sizes", {"scales": node.scales, "sizes": node.sizes},
+            "exactly one of the scales and sizes inputs must be given")
+    ins = [node.input_shape[a] for a in axes]
+    if has_scales:
+        require(len(node.scales) == len(axes), "scales", list(node.scales),
+                f"must have {len(axes)} entries (one per resized axis)")
+        require(all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0 for s in node.scales),
+                "scales", list(node.scales), "every scale must be a finite number > 0")
+        require(policy == "stretch" or schema_opset(node.opset) < 18, "keep_aspect_ratio_policy", policy,
+                "applies only with the sizes input")
+        scales = [_f32(s) for s in node.scales]
+        outs = [int(np.floor(np.float32(s) * np.float32(n))) for s, n in zip(scales, ins)]
+        for a, o in zip(axes, outs):
+            require(o >= 1, "scales", list(node.scales), f"give an empty output on axis {a}")
+        return outs, scales
+    require(len(node.sizes) == len(axes), "sizes", list(node.sizes), f"must have {len(axes)} entries")
+    require(all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in node.sizes), "sizes",
+            list(node.sizes), "every size must be an integer >= 1")
+    if policy == "stretch":
+        return list(node.sizes), [_f32(np.float32(o) / np.float32(n)) for o, n in zip(node.sizes, ins)]
+    pick = min if policy == "not_larger" else max
+    s = pick(_f32(np.float32(o) / np.float32(n)) for o, n in zip(node.sizes, ins))
+    return [int(np.round(np.float32(s) * np.float32(n))) for n in ins], [s] * len(ins)
+
+
+def _roi(node: OnnxResize, axes):
+    rank = len(axes)
+    require(node.roi is not None and len(node.roi) == 2 * rank, "roi", node.roi,
+            f"tf_crop_and_resize needs roi with 2*{rank} entries [starts..., ends...]")
+    return [(_f32(node.roi[i]), _f32(node.roi[rank + i])) for i in range(rank)]
+
+
+def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
+    """One ONNX coordinate_transformation_mode as a canonical axis map (onnxruntime's arithmetic)."""
+    if ctm in ("half_pixel", "pytorch_half_pixel"):
+        if ctm == "pytorch_half_pixel" and n_out <= 1:
+            return AxisMap(n_in, n_out, math.inf, 0.0, 0.0, rounding, aa_scale=scale)
+        return AxisMap(n_in, n_out, scale, 0.5, -0.5, rounding)
+    if ctm == "asymmetric":
+        return AxisMap(n_in, n_out, scale, 0.0, 0.0, rounding)
+    if ctm == "tf_half_pixel_for_nn":
+        return AxisMap(n_in, n_out, scale, 0.0, -0.5, rounding)
+    if ctm == "align_corners":
+        s = math.inf if n_out == 1 or n_in == 1 else ratio(n_out - 1, n_in - 1)
+        return AxisMap(n_in, n_out, s, 0.0, 0.0, rounding, aa_scale=scale)
+    if ctm == "half_pixel_symmetric":
+        adjustment = _f32(np.float32(n_out) / np.float32(_f32(np.float32(scale) * np.float32(n_in))))
+        offset = _f32(np.float32(n_in / 2) * np.float32(1 - adjustment))
+        return AxisMap(n_in, n_out, scale, 0.5 - offset, -0.5, rounding)
+    start, end = roi_pair
+    if n_out == 1:
+        return AxisMap(n_in, n_out, math.inf, -0.5 * (start + end) * (n_in - 1), 0.0, rounding,
+                       extrapolate=True, aa_scale=scale)
+    span = fraction(_f32(end - start)) * (n_in - 1)
+    s = math.inf if span == 0 else Fraction(n_out - 1) / span
+    return AxisMap(n_in, n_out, s, -start * (n_in - 1), 0.0, rounding, extrapolate=True, aa_scale=scale)
+
+
+def to_canonical(node: OnnxResize) -> Resampling:
+    opset, mode, ctm, nearest, policy = _validate(node)
+    axes = _axes(node)
+    outs, scales = _sizes_and_scales(node, axes, policy)
+    rois = _roi(node, axes) if ctm == "tf_crop_and_resize" else [None] * len(axes)
+    maps = [AxisMap.identity(n) for n in node.input_shape]
+    for a, n_out, s, roi_pair in zip(axes, outs, scales, rois):
+        rounding = NEAREST_MODES[nearest]
+        if opset == 10:   # onnxruntime's Resize-10 rule: ceil when downsampling, truncate otherwise
+            rounding = Rounding.CEIL if s < 1 else Rounding.FLOOR
+        maps[a] = _axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
+    return Resampling(tuple(maps), MODES[mode], cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
+                      exclude_outside=bool(node.attr("exclude_outside", 0)),
+                      antialias=bool(node.attr("antialias", 0)),
+                      extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+
+
+def from_canonical(res: Resampling, opset: int = 19, op_type: str = "Resize") -> tuple:
+    """The first ONNX spelling whose map equals `res`: exact parameters first, then equal weights."""
+    opset_schema = schema_opset(opset)
+    if res.antialias and opset_schema < 18:
+        refuse("antialias", True, f"Resize-{opset} has no antialias attribute (opset 18 added it)")
+    if res.mode is Mode.CUBIC and opset_schema == 10:
+        refuse("mode", "cubic", "Resize-10 has nearest and linear only")
+    return first_exact(res, _candidates(res, opset, op_type), to_canonical, f"ONNX Resize-{opset}")
+
+
+def _candidates(res: Resampling, opset: int, op_type: str):
+    norm = res.normalized()
+    resized = [i for i, a in enumerate(norm.axes) if not a.is_identity] or [0]
+    rank = len(res.axes)
+    opset_schema = schema_opset(opset)
+    roundings = [r.value for r in Rounding]
+    own = {a.rounding.value for a in res.axes if not a.is_identity}
+    roundings.sort(key=lambda r: r not in own)
+    ctms = sorted(CTM_BY_OPSET[opset_schema],
+                  key=lambda c: (c == "tf_crop_and_resize") != any(a.extrapolate for a in res.axes))
+    for ctm in ctms:
+        for nearest in (roundings if res.mode is Mode.NEAREST and opset_schema > 10 else [None]):
+            for by in ("scales", "sizes"):
+                attrs = _attrs(res, ctm, nearest, opset_schema)
+                node = OnnxResize(list(res.in_shape), attrs, opset=opset, op_type=op_type)
+                if by == "scales":
+                    node.scales = [_f32(_float(a.filter_scale)) if not a.is_identity else 1.0 for a in res.axes]
+                    if any(not math.isfinite(s) or s <= 0 for s in node.scales):
+                        continue
+                else:
+                    node.sizes = list(res.out_shape)
+                if ctm == "tf_crop_and_resize":
+                    node.roi = _roi_for(res, rank)
+                if opset_schema >= 18 and len(resized) < rank and by == "sizes":
+                    node.attributes["axes"] = resized
+                    node.sizes = [res.out_shape[i] for i in resized]
+                yield node
+
+
+def _float(v) -> float:
+    return float(v) if v != math.inf else math.inf
+
+
+def _attrs(res: Resampling, ctm, nearest, opset) -> dict:
+    attrs = {"mode": res.mode.value}
+    if opset > 10:
+        attrs["coordinate_transformation_mode"] = ctm
+        if res.mode is Mode.NEAREST and nearest != "round_prefer_floor":
+            attrs["nearest_mode"] = nearest
+        if res.mode is Mode.CUBIC:
+            attrs["cubic_coeff_a"] = res.cubic_coeff_a
+            if res.exclude_outside:
+                attrs["exclude_outside"] = 1
+        if res.extrapolation_value != 0 and ctm == "tf_crop_and_resize":
+            attrs["extrapolation_value"] = res.extrapolation_value
+    if res.antialias:
+        attrs["antialias"] = 1
+    return attrs
+
+
+def _roi_for(res: Resampling, rank: int) -> list:
+    starts, ends = [], []
+    for a in res.axes:
+        if a.is_identity or a.in_size == 1 or a.scale == math.inf:
+            starts.append(0.0)
+            ends.append(1.0)
+            continue
+        start = -a.in_offset / (a.in_size - 1)
+        starts.append(start)
+        ends.append(start + (a.out_size - 1) / (float(a.scale) * (a.in_size - 1)))
+    return starts + ends

@@ -1,0 +1,72 @@
+"""TensorFlow resize (align_corners, half_pixel_centers; NHWC) <-> canonical."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..canonical import AxisMap, Mode, Resampling, Rounding
+from ..errors import require
+from .common import align_corners_axis, first_exact, place, refuse, reciprocal_f32
+
+METHODS = {"bilinear": Mode.LINEAR, "nearest": Mode.NEAREST, "bicubic": Mode.CUBIC}
+
+
+@dataclass
+class TfResize:
+    input_shape: Sequence[int]          # NHWC
+    size: Sequence[int]
+    method: str = "bilinear"
+    align_corners: bool = False
+    half_pixel_centers: bool = False
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "TfResize":
+        require(isinstance(obj, dict), "tf", obj, "must be a JSON object")
+        extra = sorted(set(obj) - set(cls.__dataclass_fields__))
+        require(not extra, extra[0] if extra else "", None, f"unknown key; the TF form has "
+                f"{sorted(cls.__dataclass_fields__)}")
+        return cls(**obj)
+
+
+def to_canonical(t: TfResize) -> Resampling:
+    require(t.method in METHODS, "method", t.method, f"must be one of {list(METHODS)}")
+    shape = list(t.input_shape)
+    require(len(shape) == 4 and all(isinstance(d, int) and d >= 1 for d in shape), "input_shape", shape,
+            "TF image resize takes NHWC tensors of positive sizes")
+    require(len(t.size) == 2 and all(isinstance(s, int) and s >= 1 for s in t.size), "size", t.size,
+            "must be [height, width] of positive integers")
+    require(not (t.align_corners and t.half_pixel_centers), "half_pixel_centers", True,
+            "TF requires align_corners=False when half_pixel_centers=True")
+    maps = [_axis(t, n_in, n_out) for n_in, n_out in zip(shape[1:3], t.size)]
+    a = -0.75 if t.half_pixel_centers else -0.5
+    return Resampling(place(shape, (1, 2), maps), METHODS[t.method], cubic_coeff_a=a)
+
+
+def _axis(t: TfResize, n_in: int, n_out: int) -> AxisMap:
+    """CalculateResizeScale in float32, then the legacy or half-pixel scaler."""
+    nearest = t.method == "nearest"
+    if t.align_corners and n_out > 1:
+        rounding = Rounding.ROUND_PREFER_CEIL if nearest else Rounding.ROUND_PREFER_FLOOR
+        return align_corners_axis(n_in, n_out, rounding, scale=reciprocal_f32((n_in - 1) / (n_out - 1)))
+    scale = reciprocal_f32(n_in / n_out)
+    if nearest:
+        return AxisMap(n_in, n_out, scale, 0.0, -0.5 if t.half_pixel_centers else 0.0, Rounding.FLOOR)
+    offset = 0.5 if t.half_pixel_centers else 0.0
+    return AxisMap(n_in, n_out, scale, offset, -offset)
+
+
+def from_canonical(res: Resampling) -> tuple:
+    require(len(res.axes) == 4, "rank", len(res.axes), "TF image resize takes NHWC (4-D) tensors")
+    norm = res.normalized()
+    for i in (0, 3):
+        if not norm.axes[i].is_identity:
+            refuse(f"axes[{i}]", "resized", "TF image resize keeps N and C (NHWC)")
+    if res.antialias:
+        refuse("antialias", True, "the TF v1 resize ops have no antialias")
+    method = {v: k for k, v in METHODS.items()}[res.mode]
+    cands = (TfResize(list(res.in_shape), list(res.out_shape[1:3]), method, ac, hp)
+             for ac, hp in ((False, True), (False, False), (True, False)))
+    return first_exact(res, cands, to_canonical, "TF resize")

@@ -1,0 +1,172 @@
+"""DML_RESAMPLE1/2/3 and DML_RESAMPLE_GRAD / GRAD1 operator descriptors, field for field."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import ClassVar, Optional, Tuple
+
+from .enums import DML_AXIS_DIRECTION, DML_INTERPOLATION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
+from .errors import require
+from .tensor import DML_BUFFER_TENSOR_DESC
+
+FLOATS = (DT.FLOAT32, DT.FLOAT16)
+ALL_TYPES = FLOATS + (DT.INT32, DT.INT16, DT.INT8, DT.UINT32, DT.UINT16, DT.UINT8)
+FEATURE_LEVELS = ("1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "5_1", "5_2", "6_0",
+                  "6_1", "6_2", "6_3", "6_4")
+LATEST = FEATURE_LEVELS[-1]
+
+
+def _level(value) -> int:
+    text = str(value).upper().replace("DML_FEATURE_LEVEL_", "").replace(".", "_")
+    require(text in FEATURE_LEVELS, "feature_level", value, f"must be one of {', '.join(FEATURE_LEVELS)}")
+    return FEATURE_LEVELS.index(text)
+
+
+class _ResampleLike:
+    """Shared checks. Subclasses name their two tensors and list support per feature level."""
+    OPERATOR: ClassVar[str]
+    FORWARD_IN: ClassVar[str]      # the field holding the forward input's sizes
+    FORWARD_OUT: ClassVar[str]
+    SUPPORT: ClassVar[Tuple[Tuple[str, Tuple[int, ...], Tuple[DT, ...]], ...]]  # newest first
+
+    def __post_init__(self):
+        for name in (self.FORWARD_IN, self.FORWARD_OUT):
+            setattr(self, name, _tensor(getattr(self, name), _pascal(name)))
+        a, b = self.forward_in, self.forward_out
+        require(a.data_type == b.data_type, f"{_pascal(self.FORWARD_OUT)}.DataType", b.data_type.name,
+                f"must equal {_pascal(self.FORWARD_IN)}.DataType={a.data_type.name}")
+        require(a.dimension_count == b.dimension_count, f"{_pascal(self.FORWARD_OUT)}.DimensionCount",
+                b.dimension_count, f"must equal {_pascal(self.FORWARD_IN)}.DimensionCount={a.dimension_count}")
+        n = a.dimension_count
+        self.interpolation_mode = parse_enum(DML_INTERPOLATION_MODE, self.interpolation_mode, "InterpolationMode")
+        if hasattr(self, "rounding_direction"):
+            self.rounding_direction = parse_enum(DML_AXIS_DIRECTION, self.rounding_direction, "RoundingDirection")
+        if self.dimension_count is None:
+            self.dimension_count = n
+        require(self.dimension_count == n, "DimensionCount", self.dimension_count,
+                f"must equal the tensors' DimensionCount={n}")
+        self.scales = _floats(self.scales, "Scales", n, positive=True)
+        self.input_pixel_offsets = _floats(self.input_pixel_offsets, "InputPixelOffsets", n)
+        self.output_pixel_offsets = _floats(self.output_pixel_offsets, "OutputPixelOffsets", n)
+        self.check_support(LATEST)
+
+    @property
+    def forward_in(self) -> DML_BUFFER_TENSOR_DESC:
+        return getattr(self, self.FORWARD_IN)
+
+    @property
+    def forward_out(self) -> DML_BUFFER_TENSOR_DESC:
+        return getattr(self, self.FORWARD_OUT)
+
+    def check_support(self, feature_level=LATEST) -> None:
+        """Raise unless this feature level supports the dimension count and data type."""
+        level = _level(feature_level)
+        rows = [r for r in self.SUPPORT if _level(r[0]) <= level]
+        require(bool(rows), "feature_level", feature_level,
+                f"{self.OPERATOR} needs DML_FEATURE_LEVEL_{self.SUPPORT[-1][0]} or later")
+        _, dims, types = rows[0]
+        n, dt = self.forward_in.dimension_count, self.forward_in.data_type
+        require(n in dims, "DimensionCount", n,
+                f"{self.OPERATOR} at feature level {feature_level} supports {list(dims)} dimensions")
+        require(dt in types, f"{_pascal(self.FORWARD_IN)}.DataType", dt.name,
+                f"{self.OPERATOR} supports {[t.name for t in types]}")
+
+
+def _tensor(value, name) -> DML_BUFFER_TENSOR_DESC:
+    if isinstance(value, DML_BUFFER_TENSOR_DESC):
+        value.name = name
+        return value
+    require(isinstance(value, dict), name, value, "must be a DML_BUFFER_TENSOR_DESC or a dict")
+    return DML_BUFFER_TENSOR_DESC(name=name, **value)
+
+
+def _floats(values, name, n, positive=False) -> Tuple[float, ...]:
+    require(isinstance(values, (list, tuple)), name, values, "must be a list of numbers")
+    require(len(values) == n, name, list(values), f"must have DimensionCount={n} entries")
+    for v in values:
+        require(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v), name,
+                list(values), "every entry must be a finite number")
+        if positive:
+            require(v > 0, name, list(values), "every scale must be > 0")
+    return tuple(float(v) for v in values)
+
+
+def _pascal(snake: str) -> str:
+    return "".join(w.capitalize() for w in snake.split("_"))
+
+
+_RESAMPLE_SUPPORT = (("5_1", (1, 2, 3, 4), ALL_TYPES), ("2_1", (4,), FLOATS))
+_GRAD_SUPPORT = (("5_1", (1, 2, 3, 4), FLOATS), ("3_0", (4,), FLOATS))
+
+
+@dataclass
+class DML_RESAMPLE1_OPERATOR_DESC(_ResampleLike):
+    input_tensor: DML_BUFFER_TENSOR_DESC
+    output_tensor: DML_BUFFER_TENSOR_DESC
+    interpolation_mode: DML_INTERPOLATION_MODE
+    scales: Tuple[float, ...]
+    input_pixel_offsets: Tuple[float, ...]
+    output_pixel_offsets: Tuple[float, ...]
+    dimension_count: Optional[int] = None
+    OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE1"
+    FORWARD_IN: ClassVar[str] = "input_tensor"
+    FORWARD_OUT: ClassVar[str] = "output_tensor"
+    SUPPORT: ClassVar = _RESAMPLE_SUPPORT
+
+
+@dataclass
+class DML_RESAMPLE2_OPERATOR_DESC(DML_RESAMPLE1_OPERATOR_DESC):
+    rounding_direction: DML_AXIS_DIRECTION = DML_AXIS_DIRECTION.INCREASING
+    OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE2"
+    SUPPORT: ClassVar = (("5_1", (1, 2, 3, 4), ALL_TYPES),)
+
+
+@dataclass
+class DML_RESAMPLE3_OPERATOR_DESC(DML_RESAMPLE2_OPERATOR_DESC):
+    antialiased: bool = False
+    OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE3"
+    SUPPORT: ClassVar = (("6_4", (1, 2, 3, 4), ALL_TYPES),)
+
+    def __post_init__(self):
+        require(isinstance(self.antialiased, bool), "Antialiased", self.antialiased, "must be a boolean")
+        super().__post_init__()
+
+
+@dataclass
+class DML_RESAMPLE_GRAD_OPERATOR_DESC(_ResampleLike):
+    input_gradient_tensor: DML_BUFFER_TENSOR_DESC
+    output_gradient_tensor: DML_BUFFER_TENSOR_DESC
+    interpolation_mode: DML_INTERPOLATION_MODE
+    scales: Tuple[float, ...]
+    input_pixel_offsets: Tuple[float, ...]
+    output_pixel_offsets: Tuple[float, ...]
+    dimension_count: Optional[int] = None
+    OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE_GRAD"
+    FORWARD_IN: ClassVar[str] = "output_gradient_tensor"    # dX has the forward input's sizes
+    FORWARD_OUT: ClassVar[str] = "input_gradient_tensor"    # dY has the forward output's sizes
+    SUPPORT: ClassVar = _GRAD_SUPPORT
+
+
+@dataclass
+class DML_RESAMPLE_GRAD1_OPERATOR_DESC(DML_RESAMPLE_GRAD_OPERATOR_DESC):
+    rounding_direction: DML_AXIS_DIRECTION = DML_AXIS_DIRECTION.INCREASING
+    OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE_GRAD1"
+    SUPPORT: ClassVar = (("5_1", (1, 2, 3, 4), FLOATS),)
+
+
+RESAMPLE_DESCS = {c.OPERATOR: c for c in (
+    DML_RESAMPLE1_OPERATOR_DESC, DML_RESAMPLE2_OPERATOR_DESC, DML_RESAMPLE3_OPERATOR_DESC,
+    DML_RESAMPLE_GRAD_OPERATOR_DESC, DML_RESAMPLE_GRAD1_OPERATOR_DESC)}
+
+
+def half_pixel(cls, mode, in_sizes, out_sizes, data_type=DT.FLOAT32, **extra):
+    """A descriptor with DirectMLX's defaults: Scales = out/in, offsets 0.5 / -0.5."""
+    n = len(in_sizes)
+    tensors = {cls.FORWARD_IN: DML_BUFFER_TENSOR_DESC.packed(data_type, in_sizes),
+               cls.FORWARD_OUT: DML_BUFFER_TENSOR_DESC.packed(data_type, out_sizes)}
+    return cls(interpolation_mode=mode, scales=[o / i for o, i in zip(out_sizes, in_sizes)],
+               input_pixel_offsets=[0.5] * n, output_pixel_offsets=[-0.5] * n, **tensors, **extra)
+
+
+def field_names(cls):
+    return [f.name for f in fields(cls)]

@@ -1,0 +1,179 @@
+"""Per-axis sparse weights: the one table the reference, the ONNX lowering and the suite share.
+
+A `Taps` table maps `rows` destination indices to K source indices each:
+    dst[r] = sum_k weight[r, k] * src[index[r, k]]
+`forward_taps` gives the Resize table (rows = outputs); `Taps.transpose()` gives the
+gradient table (rows = inputs) of exactly the same matrix.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .canonical import AxisMap, Mode, Resampling, Rounding, fraction
+
+F32 = np.float32
+
+
+@dataclass(frozen=True, eq=False)
+class Taps:
+    index: np.ndarray    # (rows, K) int64, every entry in [0, cols)
+    weight: np.ndarray   # (rows, K) float64, 0 for padding
+    cols: int
+
+    @property
+    def rows(self) -> int:
+        return self.index.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.index.shape[1]
+
+    def dense(self) -> np.ndarray:
+        m = np.zeros((self.rows, self.cols))
+        np.add.at(m, (np.repeat(np.arange(self.rows), self.width), self.index.ravel()), self.weight.ravel())
+        return m
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, col, weight) with each (row, col) pair once, zero weights dropped, sorted."""
+        rows = np.repeat(np.arange(self.rows), self.width)
+        keep = self.weight.ravel() != 0
+        key = rows[keep] * self.cols + self.index.ravel()[keep]
+        uniq, inv = np.unique(key, return_inverse=True)
+        w = np.bincount(inv.ravel(), weights=self.weight.ravel()[keep], minlength=len(uniq))
+        return uniq // self.cols, uniq % self.cols, w
+
+    def transpose(self) -> "Taps":
+        r, c, w = self.merged()
+        order = np.lexsort((r, c))
+        r, c, w = r[order], c[order], w[order]
+        counts = np.bincount(c, minlength=self.cols)
+        width = max(int(counts.max(initial=0)), 1)
+        start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        slot = np.arange(len(c)) - start[c]
+        index = np.zeros((self.cols, width), np.int64)
+        weight = np.zeros((self.cols, width))
+        index[c, slot], weight[c, slot] = r, w
+        return Taps(index, weight, self.rows)
+
+
+def coordinates(ax: AxisMap) -> np.ndarray:
+    """x for every output index, rounded through float32 as the runtimes compute it."""
+    o = np.arange(ax.out_size, dtype=np.float64)
+    if ax.scale == math.inf:
+        q = np.zeros_like(o)
+        return (q - ax.in_offset).astype(F32).astype(np.float64)
+    f = fraction(ax.scale)
+    q = (o - ax.out_offset) * float(f.denominator) / float(f.numerator)
+    q = q.astype(F32).astype(np.float64)
+    return (q - ax.in_offset).astype(F32).astype(np.float64)
+
+
+ROUND = {
+    Rounding.ROUND_PREFER_FLOOR: lambda x: np.ceil(x - 0.5),
+    Rounding.ROUND_PREFER_CEIL: lambda x: np.floor(x + 0.5),
+    Rounding.FLOOR: np.floor,
+    Rounding.CEIL: np.ceil,
+}
+
+
+def linear_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    return np.clip(1.0 - np.abs(t), 0.0, None)
+
+
+def cubic_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    t = np.abs(t)
+    near = ((a + 2) * t - (a + 3)) * t * t + 1
+    far = ((t - 5) * t + 8) * t * a - 4 * a
+    return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+
+KERNELS = {Mode.LINEAR: (linear_kernel, 1.0), Mode.CUBIC: (cubic_kernel, 2.0)}
+
+
+def _nearest(ax: AxisMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    idx = ROUND[ax.rounding](x).astype(np.int64)
+    return idx[:, None], np.ones((len(x), 1))
+
+
+def _window(ax: AxisMap, x: np.ndarray, res: Resampling):
+    """(first tap, tap count, filter stretch, radius) for linear / cubic, plain or antialiased."""
+    _, radius = KERNELS[res.mode]
+    if res.antialias:
+        stretch = min(float(ax.filter_scale), 1.0)
+        support = radius / stretch
+        return np.floor(x + 1 - support), 2 * math.ceil(support) + 1, stretch, support
+    if res.mode is Mode.LINEAR:
+        return np.floor(x), 2, 1.0, radius
+    return np.floor(x) - 1, 4, 1.0, radius
+
+
+def _filtered(ax: AxisMap, x: np.ndarray, res: Resampling) -> tuple[np.ndarray, np.ndarray]:
+    if res.mode is Mode.LINEAR and not res.antialias:
+        x = np.clip(x, 0, ax.in_size - 1)
+    first, count, stretch, support = _window(ax, x, res)
+    kernel, _ = KERNELS[res.mode]
+    idx = first[:, None].astype(np.int64) + np.arange(count)
+    w = kernel((idx - x[:, None]) * stretch, res.cubic_coeff_a)
+    if res.antialias:
+        w = np.where(idx < np.floor(x + 1 + support)[:, None], w, 0.0)
+    if res.exclude_outside:
+        w = np.where((idx >= 0) & (idx < ax.in_size), w, 0.0)
+    if res.antialias or res.exclude_outside:
+        total = w.sum(axis=1, keepdims=True)
+        w = w / np.where(total == 0, 1.0, total)
+    return idx, w
+
+
+def forward_taps(ax: AxisMap, res: Resampling) -> Taps:
+    """The Resize table of one axis: rows are output indices."""
+    return _forward_taps_cached(ax, res.mode, res.cubic_coeff_a, res.exclude_outside, res.antialias)
+
+
+@lru_cache(maxsize=512)
+def _forward_taps_cached(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
+    res = Resampling((ax,), mode, a, exclude, antialias)
+    if ax.is_identity:
+        return Taps(np.arange(ax.in_size)[:, None], np.ones((ax.in_size, 1)), ax.in_size)
+    x = coordinates(ax)
+    idx, w = _nearest(ax, x) if mode is Mode.NEAREST else _filtered(ax, x, res)
+    if ax.extrapolate:
+        w = np.where(((x < 0) | (x > ax.in_size - 1))[:, None], 0.0, w)
+    return Taps(np.clip(idx, 0, ax.in_size - 1), w, ax.in_size)
+
+
+def gradient_taps(ax: AxisMap, res: Resampling) -> Taps:
+    """The ResizeGrad table of one axis: rows are input indices."""
+    return forward_taps(ax, res).transpose()
+
+
+def same_weights(a: Resampling, b: Resampling) -> bool:
+    """Do two canonical forms define the same linear map (bit for bit)?"""
+    if a.in_shape != b.in_shape or a.out_shape != b.out_shape:
+        return False
+    if a.extrapolation_value != b.extrapolation_value and _extrapolates(a):
+        return False
+    for ax, bx in zip(a.axes, b.axes):
+        if ax == bx and (a.mode, a.cubic_coeff_a, a.exclude_outside, a.antialias) == \
+                (b.mode, b.cubic_coeff_a, b.exclude_outside, b.antialias):
+            continue
+        ta, tb = forward_taps(ax, a).merged(), forward_taps(bx, b).merged()
+        if not all(np.array_equal(p, q) for p, q in zip(ta, tb)):
+            return False
+        if _outside_rows(ax) != _outside_rows(bx):
+            return False
+    return True
+
+
+def _outside_rows(ax: AxisMap) -> tuple:
+    if not ax.extrapolate:
+        return ()
+    x = coordinates(ax)
+    return tuple(np.flatnonzero((x < 0) | (x > ax.in_size - 1)))
+
+
+def _extrapolates(r: Resampling) -> bool:
+    return any(_outside_rows(ax) for ax in r.axes)

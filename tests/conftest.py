@@ -1,0 +1,26 @@
+import numpy as np
+import pytest
+
+DOC_EXAMPLE = {
+    "Operator": "DML_OPERATOR_RESAMPLE_GRAD",
+    "InputGradientTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 3]},
+    "OutputGradientTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 2]},
+    "InterpolationMode": "NEAREST_NEIGHBOR",
+    "Scales": [1, 1, 0.5, 1.5],
+    "InputPixelOffsets": [0.5, 0.5, 0.5, 0.5],
+    "OutputPixelOffsets": [-0.5, -0.5, -0.5, -0.5],
+}
+X_DOC = np.array([[[[1.0, 2.0], [3.0, 4.0]]]])
+Y_DOC = np.array([[[[1.0, 1.0, 2.0]]]])
+DY_DOC = np.array([[[[4.0, 5.0, 6.0]]]])
+DX_DOC = np.array([[[[9.0, 6.0], [0.0, 0.0]]]])
+
+
+@pytest.fixture
+def doc_example():
+    import copy
+    return copy.deepcopy(DOC_EXAMPLE)
+
+
+def torch_or_skip():
+    return pytest.importorskip("torch", reason="torch is not installed; the torch oracle is optional")
