@@ -1,0 +1,88 @@
+"""Build single-node Resize / ResizeGrad models, wired as onnxruntime's gradient builder wires them."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from dml_desc.canonical import Resampling
+from dml_desc.conventions import onnx as onnx_conv
+from dml_desc.errors import require
+
+OPSET = 19          # Resize-19; onnxruntime-training 1.19.2 loads ai.onnx <= 21
+IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= 10
+DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+          np.dtype(np.float64): TensorProto.DOUBLE}
+
+
+def as_onnx_resize(spec, backward: bool = True) -> onnx_conv.OnnxResize:
+    """Accept an OnnxResize or any canonical Resampling (converted exactly, or refused)."""
+    if isinstance(spec, onnx_conv.OnnxResize):
+        onnx_conv.to_canonical(spec)            # validates
+        return spec
+    require(isinstance(spec, Resampling), "spec", type(spec).__name__, "must be an OnnxResize or a Resampling")
+    node, _ = onnx_conv.from_canonical(spec, opset=OPSET, op_type="ResizeGrad" if backward else "Resize")
+    return node
+
+
+def _elem(dtype) -> int:
+    dt = np.dtype(dtype)
+    require(dt in DTYPES, "dtype", str(dt), "ResizeGrad takes float16, float32 or float64")
+    return DTYPES[dt]
+
+
+def _consts(r: onnx_conv.OnnxResize, dtype) -> tuple[list, list]:
+    """roi (T) and scales (float) as initializers or empty names, as ORT's builder does."""
+    inits, names = [], []
+    for name, values, dt in (("roi", r.roi, dtype), ("scales", r.scales, np.float32)):
+        if values is None or len(values) == 0:
+            names.append("")
+            continue
+        inits.append(numpy_helper.from_array(np.asarray(values, dt), name))
+        names.append(name)
+    return inits, names
+
+
+def _model(graph, with_ms: bool) -> onnx.ModelProto:
+    opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("com.microsoft", 1)] if with_ms else [])
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION, producer_name="dml-desc")
+    return model
+
+
+def build_resize_grad(spec, dtype=np.float32, lowered: bool = False) -> onnx.ModelProto:
+    """dX = ResizeGrad(dY, X, roi, scales) with graph inputs dY, X and output dX."""
+    r = as_onnx_resize(spec, backward=True)
+    res = onnx_conv.to_canonical(r)
+    elem = _elem(dtype)
+    inits, (roi, scales) = _consts(r, dtype)
+    attrs = {k: v for k, v in r.attributes.items()}
+    node = helper.make_node("ResizeGrad", ["dY", "X", roi, scales], ["dX"], domain="com.microsoft",
+                            name="ResizeGrad_0", **attrs)
+    graph = helper.make_graph([node], "resize_grad",
+                              [helper.make_tensor_value_info("dY", elem, list(res.out_shape)),
+                               helper.make_tensor_value_info("X", elem, list(res.in_shape))],
+                              [helper.make_tensor_value_info("dX", elem, list(res.in_shape))], inits)
+    model = _model(graph, True)
+    if lowered:
+        from .lower import lower
+        model, _ = lower(model)
+    onnx.checker.check_model(model)
+    return model
+
+
+def build_resize(spec, dtype=np.float32) -> onnx.ModelProto:
+    """Y = Resize(X, roi, scales[, sizes]): the forward that ResizeGrad differentiates."""
+    r = as_onnx_resize(spec, backward=False)
+    res = onnx_conv.to_canonical(r)
+    elem = _elem(dtype)
+    inits, (roi, scales) = _consts(r, dtype)
+    inputs = ["X", roi, scales]
+    if r.sizes is not None:
+        inits.append(numpy_helper.from_array(np.asarray(r.sizes, np.int64), "sizes"))
+        inputs.append("sizes")
+    node = helper.make_node("Resize", inputs, ["Y"], name="Resize_0", **r.attributes)
+    graph = helper.make_graph([node], "resize", [helper.make_tensor_value_info("X", elem, list(res.in_shape))],
+                              [helper.make_tensor_value_info("Y", elem, list(res.out_shape))], inits)
+    model = _model(graph, False)
+    onnx.checker.check_model(model)
+    return model

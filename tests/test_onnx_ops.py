@@ -1,0 +1,163 @@
+"""Build, lower and run ResizeGrad with real onnxruntime sessions, checker and shape inference."""
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from conformance.onnx_cases import case_to_resize, onnx_resize_cases
+from conformance.reference import resize_grad
+from dml_desc import DescError
+from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from onnx_ops import build_resize, build_resize_grad, lower, lower_file, run_model
+
+CASES = onnx_resize_cases()
+
+
+def grad_case(case):
+    r = case_to_resize(case)
+    r.op_type = "ResizeGrad"
+    return r
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_lowered_grad_is_the_transpose_of_ort_resize(case):
+    r = grad_case(case)
+    res = to_canonical(r)
+    if r.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        with pytest.raises(DescError, match="keep_aspect_ratio_policy"):
+            build_resize_grad(r, lowered=True)
+        return
+    lowered = build_resize_grad(r, lowered=True)
+    assert not any(n.op_type == "ResizeGrad" for n in lowered.graph.node)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(res.in_shape).astype(np.float32)
+    dy = rng.standard_normal(res.out_shape).astype(np.float32)
+    dx = run_model(lowered, {"dY": dy, "X": x})[0]
+    np.testing.assert_allclose(dx, resize_grad(dy.astype(np.float64), res), rtol=1e-5, atol=1e-5)
+    r.attributes.pop("extrapolation_value", None)    # a constant fill is not part of the linear map
+    y = run_model(build_resize(r), {"X": x})[0]      # onnxruntime's own CPU Resize kernel
+    lhs, rhs = np.sum(y.astype(np.float64) * dy), np.sum(x.astype(np.float64) * dx)
+    assert abs(lhs - rhs) <= 1e-4 * (1 + abs(lhs))
+
+
+def test_models_check_and_are_stamped_for_ort_training():
+    r = OnnxResize([1, 2, 5, 7], {"mode": "cubic", "exclude_outside": 1}, scales=[1, 1, 1.6, 0.6],
+                   op_type="ResizeGrad")
+    for model in (build_resize_grad(r), build_resize_grad(r, lowered=True), build_resize(r)):
+        onnx.checker.check_model(model, full_check=True)
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        assert model.ir_version <= 10
+        assert all(o.version <= 21 for o in model.opset_import if o.domain in ("", "ai.onnx"))
+        assert [i.name for i in inferred.graph.input][:1] in (["dY"], ["X"])
+    node = build_resize_grad(r).graph.node[0]
+    assert (node.domain, list(node.input), list(node.output)) == ("com.microsoft", ["dY", "X", "", "scales"], ["dX"])
+
+
+def test_native_resize_grad_has_no_cpu_kernel_and_lowering_fixes_it():
+    import onnxruntime as ort
+    model = build_resize_grad(OnnxResize([1, 1, 4, 4], {"mode": "linear"}, scales=[1, 1, 2, 2], op_type="ResizeGrad"))
+    with pytest.raises(Exception, match="ResizeGrad"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    lowered, report = lower(model)
+    assert len(report) == 1 and report[0].forms
+    out = run_model(lowered, {"dY": np.ones((1, 1, 8, 8), np.float32), "X": np.zeros((1, 1, 4, 4), np.float32)})[0]
+    np.testing.assert_allclose(out, np.full((1, 1, 4, 4), 4.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float16, 2e-3), (np.float64, 1e-12)])
+def test_dtypes(dtype, tol):
+    r = OnnxResize([2, 3, 6, 9], {"mode": "linear"}, scales=[1, 1, 1.5, 0.5], op_type="ResizeGrad")
+    res = to_canonical(r)
+    dy = np.random.default_rng(3).standard_normal(res.out_shape).astype(dtype)
+    got = run_model(build_resize_grad(r, dtype, lowered=True), {"dY": dy, "X": np.zeros(res.in_shape, dtype)})[0]
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got.astype(np.float64), resize_grad(dy.astype(np.float64), res), rtol=tol, atol=tol)
+
+
+def test_bitwise_deterministic_across_runs_and_threads():
+    r = OnnxResize([4, 8, 33, 47], {"mode": "cubic"}, sizes=[4, 8, 70, 20], op_type="ResizeGrad")
+    model = build_resize_grad(r, lowered=True)
+    dy = np.random.default_rng(5).standard_normal((4, 8, 70, 20)).astype(np.float32)
+    feeds = {"dY": dy, "X": np.zeros((4, 8, 33, 47), np.float32)}
+    outs = [run_model(model, feeds, threads=t)[0] for t in (1, 2, 1, 2)]
+    for o in outs[1:]:
+        assert o.tobytes() == outs[0].tobytes()
+
+
+def _user_model():
+    """A user's graph: Relu -> ResizeGrad -> Neg, with metadata and an unrelated initializer."""
+    nodes = [helper.make_node("Relu", ["a"], ["dY"], name="relu"),
+             helper.make_node("ResizeGrad", ["dY", "X", "", "scales"], ["dX"], domain="com.microsoft",
+                              name="rg", mode="nearest"),
+             helper.make_node("Neg", ["dX"], ["out"], name="neg")]
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "scales"),
+             numpy_helper.from_array(np.arange(1000, dtype=np.float32), "unused_big")]
+    g = helper.make_graph(nodes, "user", [helper.make_tensor_value_info("a", 1, [1, 2, 4, 6]),
+                                          helper.make_tensor_value_info("X", 1, [1, 2, 2, 2])],
+                          [helper.make_tensor_value_info("out", 1, [1, 2, 2, 2])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+                          ir_version=8)
+    helper.set_model_props(m, {"author": "me", "note": "keep"})
+    return m
+
+
+def test_lower_keeps_everything_else():
+    m = _user_model()
+    lowered, report = lower(m)
+    names = [n.name for n in lowered.graph.node]
+    assert names[0] == "relu" and names[-1] == "neg"
+    inits = {t.name for t in lowered.graph.initializer}
+    assert {"scales", "unused_big"} <= inits
+    assert {p.key: p.value for p in lowered.metadata_props} == {"author": "me", "note": "keep"}
+    assert list(lowered.opset_import) == list(m.opset_import)
+    assert [report[0].node] == ["rg"]
+    a = np.random.default_rng(0).standard_normal((1, 2, 4, 6)).astype(np.float32)
+    out = run_model(lowered, {"a": a, "X": np.zeros((1, 2, 2, 2), np.float32)})[0]
+    res = to_canonical(OnnxResize([1, 2, 2, 2], {"mode": "nearest"}, scales=[1, 1, 2, 3]))
+    np.testing.assert_allclose(out, -resize_grad(np.maximum(a, 0).astype(np.float64), res), rtol=1e-6)
+
+
+def test_lower_file_in_place_with_external_data(tmp_path):
+    m = _user_model()
+    path = tmp_path / "m.onnx"
+    onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location="m.data",
+              size_threshold=100)
+    report = lower_file(str(path), str(path))
+    assert len(report) == 1
+    again = onnx.load(str(path))
+    assert np.array_equal(numpy_helper.to_array(next(t for t in again.graph.initializer if t.name == "unused_big")),
+                          np.arange(1000, dtype=np.float32))
+    other = tmp_path / "sub"
+    other.mkdir()
+    lower_file(str(path), str(other / "x.onnx"))
+    assert len(onnx.load(str(other / "x.onnx")).graph.initializer) == len(again.graph.initializer)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"mode": "bicubic"}, "mode"), ({"coordinate_transformation_mode": "edge"}, "coordinate_transformation_mode"),
+    ({"scales": [1, 2]}, "scales"), ({"x_rank": 3}, "dY"),
+])
+def test_malformed_node_names_node_and_attribute(change, field):
+    m = _user_model()
+    rg = m.graph.node[1]
+    if "mode" in change:
+        rg.attribute[0].CopyFrom(helper.make_attribute("mode", change["mode"]))
+    if "coordinate_transformation_mode" in change:
+        rg.attribute.append(helper.make_attribute("coordinate_transformation_mode", "edge"))
+    if "scales" in change:
+        m.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([1, 2], np.float32), "scales"))
+    if "x_rank" in change:
+        m.graph.input[1].CopyFrom(helper.make_tensor_value_info("X", 1, [2, 2, 2]))
+    with pytest.raises(DescError) as info:
+        lower(m)
+    assert "rg" in str(info.value) and field in str(info.value)
+
+
+def test_symbolic_dims_give_a_clear_error():
+    m = _user_model()
+    m.graph.input[1].CopyFrom(helper.make_tensor_value_info("X", 1, ["N", 2, 2, 2]))
+    with pytest.raises(DescError, match="symbolic"):
+        lower(m)
