@@ -86,3 +86,18 @@ def build_resize(spec, dtype=np.float32) -> onnx.ModelProto:
     model = _model(graph, False)
     onnx.checker.check_model(model)
     return model
+
+
+def build_lowered(res: Resampling, dtype=np.float32) -> onnx.ModelProto:
+    """The standard-op gradient straight from a canonical map (no ONNX Resize spelling needed)."""
+    from .lower import _emit
+    elem = _elem(dtype)
+    node = helper.make_node("ResizeGrad", ["dY", "X"], ["dX"], domain="com.microsoft", name="grad")
+    nodes, inits, _ = _emit(node, res, elem, "grad")
+    graph = helper.make_graph(nodes, "resize_grad_lowered",
+                              [helper.make_tensor_value_info("dY", elem, list(res.out_shape)),
+                               helper.make_tensor_value_info("X", elem, list(res.in_shape))],
+                              [helper.make_tensor_value_info("dX", elem, list(res.in_shape))], inits)
+    model = _model(graph, False)
+    onnx.checker.check_model(model)
+    return model

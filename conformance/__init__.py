@@ -1,0 +1,1 @@
+"""Conformance: the NumPy reference, the case catalog and the suite runner."""

@@ -1,0 +1,63 @@
+"""The case catalog: each case yields checks (case, convention, backend, dtype) -> errors vs an oracle."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+DOC_EXAMPLE = {"Operator": "DML_OPERATOR_RESAMPLE_GRAD",
+               "InputGradientTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 3]},
+               "OutputGradientTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 2]},
+               "InterpolationMode": "NEAREST_NEIGHBOR", "Scales": [1, 1, 0.5, 1.5],
+               "InputPixelOffsets": [0.5] * 4, "OutputPixelOffsets": [-0.5] * 4}
+REFERENCE_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
+
+
+@dataclass
+class Check:
+    case: str
+    convention: str
+    backend: str
+    dtype: str
+    run: Callable[[], tuple]          # -> (got, want, atol, rtol) or raises Skip
+    full_only: bool = False
+
+
+class Skip(Exception):
+    pass
+
+
+@dataclass
+class Record:
+    case: str
+    convention: str
+    backend: str
+    dtype: str
+    status: str
+    max_abs_err: Optional[float] = None
+    max_rel_err: Optional[float] = None
+    reason: str = ""
+
+
+def parse_benchdnn(path: Path) -> list:
+    """(set, name, ic, in_spatial, out_spatial) from benchdnn descriptor lines (mb forced to 2)."""
+    out = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        group, desc = line.split("\t", 1)
+        name = re.search(r'n"?([^"]*)"?$', desc)
+        body = desc[:name.start()] if name else desc
+        dims = {k: int(v) for k, v in re.findall(r"(mb|ic|id|ih|iw|od|oh|ow)(\d+)", body)}
+        if "od" in dims:
+            ins, outs = [dims["id"], dims.get("ih", dims["id"]), dims.get("iw", dims["id"])], \
+                [dims["od"], dims.get("oh", dims["od"]), dims.get("ow", dims["od"])]
+        elif "oh" in dims:
+            ins, outs = [dims["ih"], dims.get("iw", dims["ih"])], [dims["oh"], dims.get("ow", dims["oh"])]
+        else:
+            ins, outs = [dims["iw"]], [dims["ow"]]
+        out.append((group, name.group(1) if name else body, dims["ic"], ins, outs))
+    return out

@@ -1,0 +1,203 @@
+"""Build every check of the catalog and run them against the reference and the oracles."""
+from __future__ import annotations
+
+import json
+import math
+
+import ml_dtypes
+import numpy as np
+
+from dml_desc import conventions
+from dml_desc.conventions import onednn, onnx as onnx_conv
+from onnx_ops import build_resize, run_model
+from onnx_ops.build import build_lowered
+
+from .catalog import DOC_EXAMPLE, REFERENCE_DIR, Check, Record, Skip, parse_benchdnn
+from .onnx_cases import case_to_resize, onnx_resize_cases
+from .reference import resize, resize_grad
+
+DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
+# Tolerance on the gradient for each dtype, relative to max |reference| (README states these).
+TOL = {"f64": 1e-12, "f32": 1e-5, "f16": 4e-3, "bf16": 3e-2}
+
+
+def _rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _lowered_cpu(res, dtype: str, dy: np.ndarray):
+    if dtype == "bf16":
+        raise Skip("ResizeGrad takes float16/float/double; bf16 has no ORT kernel")
+    model = build_lowered(res, DTYPES[dtype])
+    x = np.zeros(res.in_shape, DTYPES[dtype])
+    return run_model(model, {"dY": dy.astype(DTYPES[dtype]), "X": x})[0]
+
+
+def _reference(res, dtype, dy):
+    return resize_grad(dy.astype(DTYPES[dtype]), res)
+
+
+def grad_checks(case: str, convention: str, res, dtypes=("f32",), full_only=False) -> list:
+    checks = []
+    for dt in dtypes:
+        dy = _rng(len(case)).standard_normal(res.out_shape)
+        want = resize_grad(dy, res)
+        tol = TOL[dt] * max(1.0, float(np.abs(want).max(initial=0)))
+        checks.append(Check(case, convention, "numpy-reference", dt,
+                            lambda r=res, d=dt, g=dy, w=want, t=tol: (_reference(r, d, g), w, t), full_only))
+        checks.append(Check(case, convention, "ort-cpu-lowered", dt,
+                            lambda r=res, d=dt, g=dy, w=want, t=tol: (_lowered_cpu(r, d, g), w, t), full_only))
+    return checks
+
+
+def documented_example() -> list:
+    res, _ = conventions.load("dml", DOC_EXAMPLE)
+    want = np.array([[[[9.0, 6.0], [0.0, 0.0]]]])
+    dy = np.array([[[[4.0, 5.0, 6.0]]]])
+    return [Check("dml_documented_example", "dml", "numpy-reference", "f32",
+                  lambda: (resize_grad(dy, res), want, 0.0)),
+            Check("dml_documented_example", "dml", "ort-cpu-lowered", "f32",
+                  lambda: (_lowered_cpu(res, "f32", dy), want, 0.0))]
+
+
+def onnx_case_checks() -> list:
+    checks = []
+    for case in onnx_resize_cases():
+        r = case_to_resize(case)
+        res = onnx_conv.to_canonical(r)
+        name = case.name
+        checks.append(Check(name, "onnx", "onnx-expected(forward)", "f32",
+                            lambda c=case, s=res: _expected_forward(c, s)))
+        checks.append(Check(name, "onnx", "ort-cpu-Resize(transpose)", "f32",
+                            lambda c=case, q=r, s=res: _transpose_oracle(q, s, "ort")))
+        checks.append(Check(name, "onnx", "onnx-reference(transpose)", "f32",
+                            lambda c=case, q=r, s=res: _transpose_oracle(q, s, "onnx")))
+        if r.attr("keep_aspect_ratio_policy", "stretch") == "stretch":
+            checks += grad_checks(name, "onnx", res)
+    return checks
+
+
+WRONG_EXPECTED = {"export_resize_downsample_scales_cubic_align_corners",
+                  "export_resize_downsample_scales_linear_align_corners"}
+
+
+def _expected_forward(case, res):
+    got = resize(case.x.astype(np.float64), res)
+    if case.name in WRONG_EXPECTED:
+        raise Skip("onnx's expected output uses the unfloored length in*scale for align_corners; the spec "
+                   "and onnxruntime use the real output length (reported, ORT is authoritative)")
+    return got, case.expected, 2e-6 * max(1, np.abs(case.expected).max())
+
+
+def _transpose_oracle(r, res, which):
+    """The gradient is the transpose of the forward: probe the oracle's forward with a basis per axis."""
+    x = _rng(1).standard_normal(res.in_shape).astype(np.float32)
+    model = build_resize(_no_fill(r))
+    if which == "onnx" and r.attr("coordinate_transformation_mode") == "align_corners" and \
+            any(s < 1 for s in (r.scales or [1])):
+        raise Skip("oracles disagree: onnx's reference uses the unfloored length in*scale for align_corners; "
+                   "onnxruntime (authoritative for ResizeGrad) follows the spec's real output length")
+    if which == "ort":
+        y = run_model(model, {"X": x})[0]
+    else:
+        from onnx.reference import ReferenceEvaluator
+        y = ReferenceEvaluator(model).run(None, {"X": x})[0]
+    dy = _rng(2).standard_normal(res.out_shape)
+    lhs = float(np.sum(y.astype(np.float64) * dy))
+    rhs = float(np.sum(x.astype(np.float64) * resize_grad(dy, res)))
+    return np.array([rhs]), np.array([lhs]), 1e-4 * (1 + abs(lhs))
+
+
+def _no_fill(r):
+    import copy
+    r = copy.deepcopy(r)
+    r.attributes.pop("extrapolation_value", None)
+    return r
+
+
+def onednn_checks(full: bool) -> list:
+    checks = []
+    shapes = parse_benchdnn(REFERENCE_DIR / "onednn-benchdnn-resampling-shapes.txt")
+    for group, name, ic, ins, outs in shapes:
+        big = 2 * ic * int(np.prod(outs)) > 400_000 or group == "shapes_maskrcnn"
+        for mode in ("nearest", "linear"):
+            for fmt in ("NCX", "NXC"):
+                src = [2, ic] + ins if fmt == "NCX" else [2] + ins + [ic]
+                dst = [2, ic] + outs if fmt == "NCX" else [2] + outs + [ic]
+                doc = {"graph": [{"kind": "InterpolateBackward", "attrs": {
+                    "mode": {"value": mode}, "sizes": {"value": outs}, "data_format": {"value": fmt}},
+                    "inputs": [{"shape": src}, {"shape": dst}], "outputs": []}]}
+                res = onednn.to_canonical(doc)
+                checks += grad_checks(f"benchdnn:{group}:{name}:{mode}:{fmt}", "onednn", res,
+                                      ("f32", "bf16", "f16"), full_only=big)
+    for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("interpolate*.json")):
+        res = onednn.to_canonical(json.loads(path.read_text()))
+        checks += grad_checks(f"onednn-graph-json:{path.name}", "onednn", res, ("f32",))
+    return checks
+
+
+def cross_convention_checks() -> list:
+    base = {"op_type": "ResizeGrad", "opset": 19, "input_shape": [2, 3, 6, 10],
+            "attributes": {"mode": "linear"}, "sizes": [2, 3, 12, 20]}
+    res, _ = conventions.load("onnx", base)
+    checks = []
+    for fmt in ("dml", "onednn", "onnx", "torch"):
+        try:
+            obj, _ = conventions.dump(fmt, res)
+            other, _ = conventions.load(fmt, obj)
+        except Exception as e:          # a refusal is a result: record it
+            checks.append(Check("cross:bilinear_2x_half_pixel", fmt, "converter", "f32",
+                                lambda e=e: (_ for _ in ()).throw(Skip(f"refused: {e}"))))
+            continue
+        checks += grad_checks("cross:bilinear_2x_half_pixel", fmt, other)
+    return checks
+
+
+def torch_checks() -> list:
+    cases = [("bilinear", {"size": [12, 20], "align_corners": False}), ("nearest", {"size": [5, 7]}),
+             ("bicubic", {"size": [9, 17], "align_corners": True})]
+    checks = []
+    for mode, kw in cases:
+        obj = {"input_shape": [2, 3, 6, 10], "mode": mode, **kw}
+        res, _ = conventions.load("torch", obj)
+        checks.append(Check(f"torch:{mode}:{kw}", "torch", "torch-autograd", "f32",
+                            lambda o=obj, r=res: _torch_grad(o, r)))
+    return checks
+
+
+def _torch_grad(obj, res):
+    try:
+        import torch
+    except ImportError:
+        raise Skip("torch is not installed") from None
+    kw = {k: v for k, v in obj.items() if k != "input_shape"}
+    x = torch.zeros(*obj["input_shape"], requires_grad=True)
+    y = torch.nn.functional.interpolate(x, **kw)
+    dy = torch.tensor(_rng(3).standard_normal(tuple(y.shape)), dtype=torch.float32)
+    y.backward(dy)
+    return x.grad.numpy(), resize_grad(dy.numpy().astype(np.float64), res), 3e-6 * max(1, float(dy.abs().max()))
+
+
+def catalog(full: bool = False) -> list:
+    checks = documented_example() + onnx_case_checks() + onednn_checks(full) + cross_convention_checks()
+    checks += torch_checks()
+    return [c for c in checks if full or not c.full_only]
+
+
+def run_check(check: Check) -> Record:
+    try:
+        got, want, tol = check.run()
+    except Skip as s:
+        return Record(check.case, check.convention, check.backend, check.dtype, "skip", reason=str(s))
+    except Exception as e:          # an oracle or backend that breaks is a failure, with its message
+        return Record(check.case, check.convention, check.backend, check.dtype, "fail", reason=repr(e)[:300])
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return Record(check.case, check.convention, check.backend, check.dtype, "fail",
+                      reason=f"shape {got.shape} != {want.shape}")
+    err = np.abs(got - want)
+    abs_err = float(err.max(initial=0))
+    rel_err = float((err / np.maximum(np.abs(want), 1e-30)).max(initial=0))
+    ok = abs_err <= tol and math.isfinite(abs_err)
+    return Record(check.case, check.convention, check.backend, check.dtype, "pass" if ok else "fail",
+                  abs_err, rel_err, "" if ok else f"max abs error {abs_err:.3g} > tolerance {tol:.3g}")
