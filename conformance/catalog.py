@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-import numpy as np
 
 DOC_EXAMPLE = {"Operator": "DML_OPERATOR_RESAMPLE_GRAD",
                "InputGradientTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 1, 3]},

@@ -1,6 +1,9 @@
 """Build single-node Resize / ResizeGrad models, wired as onnxruntime's gradient builder wires them."""
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -101,3 +104,15 @@ def build_lowered(res: Resampling, dtype=np.float32) -> onnx.ModelProto:
     model = _model(graph, False)
     onnx.checker.check_model(model)
     return model
+
+
+def save_atomic(model: onnx.ModelProto, path: str) -> None:
+    """Write through a temporary file in the same folder, so `path` is never half-written."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".onnx.tmp")
+    os.close(fd)
+    try:
+        onnx.save(model, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import os
-import sys
-import tempfile
 
 import numpy as np
-import onnx
 
 from dml_desc.errors import DescError, require
 
@@ -14,7 +11,7 @@ from dml_desc.errors import DescError, require
 def cmd_build(args) -> int:
     from dml_desc import conventions
     from dml_desc.cli import _read_json
-    from .build import build_resize, build_resize_grad
+    from .build import build_resize, build_resize_grad, save_atomic
     obj = _read_json(args.file)
     fmt = args.src or _guess_format(obj)
     res, backward = conventions.load(fmt, obj)
@@ -22,7 +19,7 @@ def cmd_build(args) -> int:
         backward = False
     dtype = {"f32": np.float32, "f16": np.float16, "f64": np.float64}[args.dtype]
     model = build_resize_grad(res, dtype, lowered=args.lowered) if backward else build_resize(res, dtype)
-    _save_atomic(model, args.output)
+    save_atomic(model, args.output)
     print(f"wrote {args.output}: {'ResizeGrad' if backward else 'Resize'} "
           f"{list(res.out_shape) if backward else list(res.in_shape)} -> "
           f"{list(res.in_shape) if backward else list(res.out_shape)}{' (lowered)' if args.lowered else ''}")
@@ -42,17 +39,6 @@ def _guess_format(obj) -> str:
     if "mode" in obj:
         return "torch"
     raise DescError("FILE", sorted(obj), "is no known format; pass --from")
-
-
-def _save_atomic(model, path: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".onnx.tmp")
-    os.close(fd)
-    try:
-        onnx.save(model, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def cmd_lower(args) -> int:
@@ -83,6 +69,3 @@ def add_commands(sub) -> None:
                     help="keep nodes the CUDA kernel supports (linear, 4-D, half_pixel/align_corners)")
     lo.set_defaults(func=cmd_lower)
 
-
-if __name__ == "__main__":
-    sys.exit(0)

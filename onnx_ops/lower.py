@@ -8,7 +8,6 @@ sums run in a fixed order, so results are deterministic.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +17,8 @@ from onnx import TensorProto, helper, numpy_helper
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 from dml_desc.weights import gradient_taps
+
+from .build import save_atomic
 
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
 DENSE_MAX_COLS = 16      # a dense per-axis matrix only for axes this small
@@ -202,14 +203,7 @@ def lower_file(src: str, dst: str, providers=("CPUExecutionProvider",)) -> list:
         locations = {t.name: _location(t) for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL}
         onnx.external_data_helper.convert_model_to_external_data(lowered, all_tensors_to_one_file=True,
                                                                  location=sorted(set(locations.values()))[0])
-    fd, tmp = tempfile.mkstemp(dir=dst_dir, suffix=".onnx.tmp")
-    os.close(fd)
-    try:
-        onnx.save(lowered, tmp)
-        os.replace(tmp, dst)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save_atomic(lowered, dst)
     return report
 
 

@@ -96,3 +96,14 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str) -> tuple
     if not errors:
         refuse("map", "resampling", f"{target} has no spelling for this map")
     raise errors[0]
+
+
+def dataclass_from_json(cls, obj, label: str):
+    """Build an argument dataclass from a JSON object, refusing unknown keys by name."""
+    from ..errors import require
+    require(isinstance(obj, dict), label, obj, "must be a JSON object")
+    known = sorted(cls.__dataclass_fields__)
+    extra = sorted(set(obj) - set(known))
+    require(not extra, extra[0] if extra else "", obj.get(extra[0]) if extra else None,
+            f"unknown key; the {label} form has {known}")
+    return cls(**obj)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding, fraction, ratio
 from ..errors import require
-from .common import first_exact, refuse
+from .common import dataclass_from_json, first_exact, refuse
 
 CTM_BY_OPSET = {
     10: ("asymmetric",),
@@ -67,13 +67,9 @@ class OnnxResize:
 
     @classmethod
     def from_json(cls, obj: dict) -> "OnnxResize":
-        require(isinstance(obj, dict), "onnx", obj, "must be a JSON object")
-        known = {"op_type", "opset", "input_shape", "attributes", "roi", "scales", "sizes"}
-        extra = sorted(set(obj) - known)
-        require(not extra, extra[0] if extra else "", obj.get(extra[0]) if extra else None,
-                f"unknown key; the ONNX form has {sorted(known)}")
-        require("input_shape" in obj, "input_shape", None, "is required (the shape of X)")
-        return cls(**obj)
+        node = dataclass_from_json(cls, obj, "onnx")
+        require(bool(node.input_shape), "input_shape", node.input_shape, "is required (the shape of X)")
+        return node
 
 
 def _validate(node: OnnxResize) -> tuple:

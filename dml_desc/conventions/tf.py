@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding
 from ..errors import require
-from .common import align_corners_axis, first_exact, place, refuse, reciprocal_f32
+from .common import align_corners_axis, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
 
 METHODS = {"bilinear": Mode.LINEAR, "nearest": Mode.NEAREST, "bicubic": Mode.CUBIC}
 
@@ -24,11 +24,7 @@ class TfResize:
 
     @classmethod
     def from_json(cls, obj: dict) -> "TfResize":
-        require(isinstance(obj, dict), "tf", obj, "must be a JSON object")
-        extra = sorted(set(obj) - set(cls.__dataclass_fields__))
-        require(not extra, extra[0] if extra else "", None, f"unknown key; the TF form has "
-                f"{sorted(cls.__dataclass_fields__)}")
-        return cls(**obj)
+        return dataclass_from_json(cls, obj, "tf")
 
 
 def to_canonical(t: TfResize) -> Resampling:

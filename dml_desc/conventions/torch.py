@@ -9,7 +9,7 @@ import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding
 from ..errors import require
-from .common import align_corners_axis, first_exact, place, refuse, reciprocal_f32
+from .common import align_corners_axis, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
 
 SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear")
@@ -31,11 +31,7 @@ class TorchInterpolate:
 
     @classmethod
     def from_json(cls, obj: dict) -> "TorchInterpolate":
-        require(isinstance(obj, dict), "torch", obj, "must be a JSON object")
-        extra = sorted(set(obj) - set(cls.__dataclass_fields__))
-        require(not extra, extra[0] if extra else "", None, f"unknown key; F.interpolate takes "
-                f"{sorted(cls.__dataclass_fields__)}")
-        return cls(**obj)
+        return dataclass_from_json(cls, obj, "torch")
 
     def kwargs(self) -> dict:
         return {k: v for k, v in self.to_json().items() if k != "input_shape"}
