@@ -12,7 +12,8 @@ DOC_EXAMPLE = {"Operator": "DML_OPERATOR_RESAMPLE_GRAD",
                "OutputGradientTensor": {"DataType": "FLOAT32", "Sizes": [1, 1, 2, 2]},
                "InterpolationMode": "NEAREST_NEIGHBOR", "Scales": [1, 1, 0.5, 1.5],
                "InputPixelOffsets": [0.5] * 4, "OutputPixelOffsets": [-0.5] * 4}
-REFERENCE_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
+# oneDNN benchdnn shapes and oneDNN Graph JSON files (from oneDNN, Apache-2.0), copied from shared/reference
+REFERENCE_DIR = Path(__file__).resolve().parent / "data"
 
 
 @dataclass

@@ -96,7 +96,7 @@ def build_lowered(res: Resampling, dtype=np.float32) -> onnx.ModelProto:
     from .lower import _emit
     elem = _elem(dtype)
     node = helper.make_node("ResizeGrad", ["dY", "X"], ["dX"], domain="com.microsoft", name="grad")
-    nodes, inits, _ = _emit(node, res, elem, "grad")
+    nodes, inits, _ = _emit(node, res, elem, "grad", OPSET)
     graph = helper.make_graph(nodes, "resize_grad_lowered",
                               [helper.make_tensor_value_info("dY", elem, list(res.out_shape)),
                                helper.make_tensor_value_info("X", elem, list(res.in_shape))],

@@ -19,9 +19,9 @@ from dml_desc.errors import DescError, require
 from dml_desc.weights import gradient_taps
 
 from .build import save_atomic
+from .forms import Emitter, block_factors, emit_axis, emit_block, emit_resize, find_resize
 
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
-DENSE_MAX_COLS = 16      # a dense per-axis matrix only for axes this small
 
 
 @dataclass
@@ -59,7 +59,7 @@ def lower(model: onnx.ModelProto, providers=("CPUExecutionProvider",)) -> tuple[
             nodes.append(node)
             report.append(Rewrite(node.name, res.mode.value, res.resized_axes, (), kept_native=True))
             continue
-        new, inits, forms = _emit(node, res, elem, f"{node.name or 'ResizeGrad'}_{k}")
+        new, inits, forms = _emit(node, res, elem, f"{node.name or 'ResizeGrad'}_{k}", info.opset)
         nodes.extend(new)
         out.graph.initializer.extend(inits)
         report.append(Rewrite(node.name, res.mode.value, res.resized_axes, forms))
@@ -143,53 +143,33 @@ def _attr(a):
     return v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, (list, tuple)) else v)
 
 
-def _emit(node, res, elem: int, prefix: str):
-    """Nodes and initializers computing dX from dY, one contraction per resized axis."""
-    nodes, inits, forms = [], [], []
-    acc = NP_OF[elem]
+def _emit(node, res, elem: int, prefix: str, opset: int = 19):
+    """Nodes and initializers computing dX from dY: the fastest form the taps prove equal."""
+    em = Emitter(prefix, opset, NP_OF[elem])
     cur = node.input[0]
     if elem == TensorProto.FLOAT16:
-        nodes.append(helper.make_node("Cast", [cur], [f"{prefix}_f32"], to=TensorProto.FLOAT))
-        cur = f"{prefix}_f32"
-    rank = len(res.axes)
+        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
+    cur, forms = _contract(em, cur, res)
+    final_op = "Cast" if elem == TensorProto.FLOAT16 else "Identity"
+    attrs = {"to": TensorProto.FLOAT16} if elem == TensorProto.FLOAT16 else {}
+    em.nodes.append(helper.make_node(final_op, [cur], [node.output[0]], **attrs))
+    return em.nodes, em.inits, forms
+
+
+def _contract(em: Emitter, cur: str, res):
+    blocks = block_factors(res)
+    if blocks:
+        return emit_block(em, cur, res, blocks), ("block-sum",) * len(blocks)
+    found = find_resize(res, em.opset) if em.acc is np.float32 else None
+    if found:
+        cand, spelling = found
+        form = f"Resize({cand.mode.value}{', antialias' if cand.antialias else ''})"
+        return emit_resize(em, cur, res, spelling), (form,) * len(res.resized_axes)
+    forms = []
     for axis in res.resized_axes:
-        taps = gradient_taps(res.axes[axis], res)
-        name = f"{prefix}_ax{axis}"
-        form = _contract(nodes, inits, cur, name, taps, axis, rank, acc)
+        cur, form = emit_axis(em, cur, gradient_taps(res.axes[axis], res), axis, len(res.axes))
         forms.append(form)
-        cur = f"{name}_out"
-    final = node.output[0]
-    if elem == TensorProto.FLOAT16:
-        nodes.append(helper.make_node("Cast", [cur], [final], to=TensorProto.FLOAT16))
-    else:
-        nodes.append(helper.make_node("Identity", [cur], [final]))
-    return nodes, inits, tuple(forms)
-
-
-def _contract(nodes, inits, src, name, taps, axis, rank, acc) -> str:
-    out = f"{name}_out"
-    if axis == rank - 1 and taps.cols <= DENSE_MAX_COLS and taps.cols <= 2 * taps.width:
-        inits.append(numpy_helper.from_array(taps.dense().T.astype(acc), f"{name}_matrix"))
-        nodes.append(helper.make_node("MatMul", [src, f"{name}_matrix"], [out]))
-        return "dense"
-    if taps.width == 1:
-        inits.append(numpy_helper.from_array(taps.index[:, 0].astype(np.int64), f"{name}_index"))
-        if np.all(taps.weight == 1):
-            nodes.append(helper.make_node("Gather", [src, f"{name}_index"], [out], axis=axis))
-            return "gather"
-        nodes.append(helper.make_node("Gather", [src, f"{name}_index"], [f"{name}_g"], axis=axis))
-        shape = [taps.rows] + [1] * (rank - axis - 1)
-        inits.append(numpy_helper.from_array(taps.weight[:, 0].reshape(shape).astype(acc), f"{name}_weight"))
-        nodes.append(helper.make_node("Mul", [f"{name}_g", f"{name}_weight"], [out]))
-        return "gather"
-    inits.append(numpy_helper.from_array(taps.index.astype(np.int64), f"{name}_index"))
-    shape = [taps.rows, taps.width] + [1] * (rank - axis - 1)
-    inits.append(numpy_helper.from_array(taps.weight.reshape(shape).astype(acc), f"{name}_weight"))
-    inits.append(numpy_helper.from_array(np.array([axis + 1], np.int64), f"{name}_sum_axis"))
-    nodes.append(helper.make_node("Gather", [src, f"{name}_index"], [f"{name}_g"], axis=axis))
-    nodes.append(helper.make_node("Mul", [f"{name}_g", f"{name}_weight"], [f"{name}_w"]))
-    nodes.append(helper.make_node("ReduceSum", [f"{name}_w", f"{name}_sum_axis"], [out], keepdims=0))
-    return f"gather-sum x{taps.width}"
+    return cur, tuple(forms)
 
 
 def lower_file(src: str, dst: str, providers=("CPUExecutionProvider",)) -> list:

@@ -1,0 +1,157 @@
+"""ONNX spellings of one gradient contraction. Each form is proven against the shared taps.
+
+- block:   every resized axis sums blocks of F outputs (nearest, integer factor): Reshape + ReduceSum
+- resize:  the gradient taps equal (out/in) x the taps of another Resize (e.g. bilinear x2's gradient
+           is 4 x an antialiased linear /2 Resize): one onnxruntime Resize node and a Mul
+- gather / dense: per axis, the general sparse form (or a tiny dense MatMul)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+from dml_desc.canonical import AxisMap, Mode, Resampling, Rounding
+from dml_desc.conventions import onnx as onnx_conv
+from dml_desc.weights import Taps, forward_taps, gradient_taps
+
+DENSE_MAX_COLS = 16
+
+
+@dataclass
+class Emitter:
+    """Accumulates nodes and initializers under one name prefix."""
+    prefix: str
+    opset: int
+    acc: type
+    nodes: list = field(default_factory=list)
+    inits: list = field(default_factory=list)
+    count: int = 0
+
+    def name(self, what: str) -> str:
+        self.count += 1
+        return f"{self.prefix}_{what}{self.count}"
+
+    def const(self, value, what: str, dtype=None) -> str:
+        name = self.name(what)
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype or self.acc), name))
+        return name
+
+    def node(self, op: str, inputs: list, what: str, **attrs) -> str:
+        out = self.name(what)
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def reduce_sum(self, src: str, axes: list) -> str:
+        if self.opset >= 13:
+            return self.node("ReduceSum", [src, self.const(axes, "axes", np.int64)], "sum", keepdims=0)
+        return self.node("ReduceSum", [src], "sum", axes=axes, keepdims=0)
+
+    def scale(self, src: str, factor: float) -> str:
+        return src if factor == 1 else self.node("Mul", [src, self.const(factor, "factor")], "scaled")
+
+
+def taps_close(a: Taps, b: Taps, factor: float = 1.0) -> bool:
+    (ra, ca, wa), (rb, cb, wb) = a.merged(), b.merged()
+    return (np.array_equal(ra, rb) and np.array_equal(ca, cb)
+            and np.allclose(wa, factor * wb, rtol=2e-6, atol=1e-12))
+
+
+# ---- block: Reshape + ReduceSum -------------------------------------------------------------
+
+def block_factors(res: Resampling) -> dict | None:
+    """{axis: (F, weight)} when every resized axis's gradient sums aligned blocks of F outputs."""
+    out = {}
+    for a in res.resized_axes:
+        ax = res.axes[a]
+        if ax.out_size % ax.in_size:
+            return None
+        f = ax.out_size // ax.in_size
+        taps = gradient_taps(ax, res)
+        want = np.arange(ax.in_size)[:, None] * f + np.arange(f)
+        if taps.width != f or not np.array_equal(taps.index, want) or np.ptp(taps.weight) != 0:
+            return None
+        out[a] = (f, float(taps.weight[0, 0]))
+    return out
+
+
+def emit_block(em: Emitter, src: str, res: Resampling, blocks: dict) -> str:
+    shape, sum_axes = [], []
+    for a, n in enumerate(res.out_shape):
+        if a in blocks:
+            f = blocks[a][0]
+            shape += [n // f, f]
+            sum_axes.append(len(shape) - 1)
+        else:
+            shape.append(n)
+    split = em.node("Reshape", [src, em.const(shape, "shape", np.int64)], "blocks")
+    return em.scale(em.reduce_sum(split, sum_axes), math.prod(w for _, w in blocks.values()))
+
+
+# ---- resize: one Resize node ----------------------------------------------------------------
+
+def _reverse(ax: AxisMap, rounding=Rounding.ROUND_PREFER_FLOOR) -> AxisMap:
+    """A half-pixel map from the gradient's side (out -> in) with onnxruntime's float32 scale."""
+    return AxisMap(ax.out_size, ax.in_size, float(np.float32(ax.in_size / ax.out_size)), 0.5, -0.5, rounding)
+
+
+def resize_candidates(res: Resampling):
+    rank = len(res.axes)
+    ident = [AxisMap.identity(n) for n in res.out_shape]
+    for rounding in Rounding:
+        axes = list(ident)
+        for a in res.resized_axes:
+            axes[a] = _reverse(res.axes[a], rounding)
+        yield Resampling(tuple(axes), Mode.NEAREST)
+    if res.mode is Mode.NEAREST or res.antialias or not set(res.resized_axes) <= set(range(2, rank)):
+        return
+    axes = list(ident)
+    for a in res.resized_axes:
+        axes[a] = _reverse(res.axes[a])
+    yield Resampling(tuple(axes), res.mode, cubic_coeff_a=res.cubic_coeff_a, antialias=True)
+
+
+def find_resize(res: Resampling, opset: int):
+    """A Resize (canonical, ONNX spelling) whose taps are the gradient's, axis by axis, up to out/in."""
+    for cand in resize_candidates(res):
+        if cand.antialias and opset < 18:
+            continue
+        if all(taps_close(gradient_taps(res.axes[a], res), forward_taps(cand.axes[a], cand),
+                          res.axes[a].out_size / res.axes[a].in_size) for a in res.resized_axes):
+            try:
+                spelling, _ = onnx_conv.from_canonical(cand, opset=max(opset, 11) if opset < 18 else opset)
+            except Exception:
+                continue
+            return cand, spelling
+    return None
+
+
+def emit_resize(em: Emitter, src: str, res: Resampling, spelling) -> str:
+    inputs = [src, "", em.const(spelling.scales, "scales", np.float32)] if spelling.scales is not None else \
+        [src, "", "", em.const(spelling.sizes, "sizes", np.int64)]
+    if em.opset < 13:
+        inputs[1] = em.const([], "roi", np.float32)
+    factor = math.prod(res.axes[a].out_size / res.axes[a].in_size for a in res.resized_axes)
+    if math.prod(res.out_shape) < math.prod(res.in_shape):      # scale on the smaller side
+        inputs[0] = em.scale(src, factor)
+        return em.node("Resize", inputs, "resized", **spelling.attributes)
+    return em.scale(em.node("Resize", inputs, "resized", **spelling.attributes), factor)
+
+
+# ---- gather / dense: one axis at a time -----------------------------------------------------
+
+def emit_axis(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tuple[str, str]:
+    if axis == rank - 1 and taps.cols <= DENSE_MAX_COLS and taps.cols <= 2 * taps.width:
+        return em.node("MatMul", [src, em.const(taps.dense().T, "matrix")], "dense"), "dense"
+    if taps.width == 1:
+        g = em.node("Gather", [src, em.const(taps.index[:, 0], "index", np.int64)], "gathered", axis=axis)
+        if np.all(taps.weight == 1):
+            return g, "gather"
+        weight = taps.weight[:, 0].reshape([taps.rows] + [1] * (rank - axis - 1))
+        return em.node("Mul", [g, em.const(weight, "weight")], "weighted"), "gather"
+    g = em.node("Gather", [src, em.const(taps.index, "index", np.int64)], "gathered", axis=axis)
+    weight = taps.weight.reshape([taps.rows, taps.width] + [1] * (rank - axis - 1))
+    w = em.node("Mul", [g, em.const(weight, "weight")], "weighted")
+    return em.reduce_sum(w, [axis + 1]), f"gather-sum x{taps.width}"
