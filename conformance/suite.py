@@ -181,6 +181,8 @@ def _torch_grad(obj, res):
 def catalog(full: bool = False) -> list:
     checks = documented_example() + onnx_case_checks() + onednn_checks(full) + cross_convention_checks()
     checks += torch_checks()
+    from .deconv_suite import bridge_checks, deconv_checks
+    checks += deconv_checks() + bridge_checks()
     return [c for c in checks if full or not c.full_only]
 
 

@@ -23,6 +23,9 @@ formats (all JSON):
            "scale_factor": [...], "align_corners": false, "recompute_scale_factor": null, "antialias": false}
   tf      TF v1 resize (NHWC): {"input_shape": [N,H,W,C], "size": [h,w], "method": "bilinear" |
            "nearest" | "bicubic", "align_corners": false, "half_pixel_centers": true}
+ConvTransposeBackwardData: a oneDNN Graph ConvTransposeBackwardData op, a DML_OPERATOR_CONVOLUTION
+(Direction FORWARD, CROSS_CORRELATION: the data gradient is a forward convolution) or
+{"op_type": "Conv", "input_shape": [...], "weights_shape": [...], "attributes": {...}} (onnx).
 A conversion is exact or refused (exit 2, with the reason). Notes about shape-dependent
 equivalence go to stderr.
 """
@@ -49,7 +52,15 @@ def cmd_convert(args) -> int:
         options["opset"] = args.opset
     load_opts = {"offset_reading": args.offset_reading} if args.src == "dml" and args.offset_reading else {}
     from . import conventions
-    res, backward = conventions.load(args.src, _read_json(args.file), **load_opts)
+    from .conventions import deconv
+    obj = _read_json(args.file)
+    if deconv.is_deconv(args.src, obj):
+        spec, layout, notes = deconv.load(args.src, obj)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(json.dumps(deconv.dump(args.to, spec, layout, **options), indent=2))
+        return 0
+    res, backward = conventions.load(args.src, obj, **load_opts)
     out, notes = conventions.dump(args.to, res, backward, **options)
     for note in tuple(res.notes) + tuple(notes):
         print(f"note: {note}", file=sys.stderr)

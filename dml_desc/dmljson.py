@@ -5,15 +5,13 @@ from dataclasses import fields
 from enum import Enum
 
 from .errors import DescError, require
+from .convolution import DML_CONVOLUTION_OPERATOR_DESC
 from .resample import RESAMPLE_DESCS, _pascal
 from .tensor import DML_BUFFER_TENSOR_DESC
 
 DESCS = dict(RESAMPLE_DESCS)
+DESCS[DML_CONVOLUTION_OPERATOR_DESC.OPERATOR] = DML_CONVOLUTION_OPERATOR_DESC
 DERIVED = {"DimensionCount", "TotalTensorSizeInBytes"}
-
-
-def register(cls) -> None:
-    DESCS[cls.OPERATOR] = cls
 
 
 def to_json(desc) -> dict:

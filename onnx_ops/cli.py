@@ -14,10 +14,19 @@ def cmd_build(args) -> int:
     from .build import build_resize, build_resize_grad, save_atomic
     obj = _read_json(args.file)
     fmt = args.src or _guess_format(obj)
+    dtype = {"f32": np.float32, "f16": np.float16, "f64": np.float64}[args.dtype]
+    from dml_desc.conventions import deconv
+    if deconv.is_deconv(fmt, obj):
+        from .conv import build_conv_data_grad
+        spec, layout, _ = deconv.load(fmt, obj)
+        save_atomic(build_conv_data_grad(spec, layout.get("data_format", "NCX"), layout.get("weights_format", "IOX"),
+                                         dtype), args.output)
+        print(f"wrote {args.output}: ConvTransposeBackwardData diff_dst {list(spec.diff_dst_shape)} -> diff_src "
+              f"{list(spec.diff_src_shape)} (NCX)")
+        return 0
     res, backward = conventions.load(fmt, obj)
     if args.forward:
         backward = False
-    dtype = {"f32": np.float32, "f16": np.float16, "f64": np.float64}[args.dtype]
     model = build_resize_grad(res, dtype, lowered=args.lowered) if backward else build_resize(res, dtype)
     save_atomic(model, args.output)
     print(f"wrote {args.output}: {'ResizeGrad' if backward else 'Resize'} "
@@ -32,7 +41,7 @@ def _guess_format(obj) -> str:
         return "dml"
     if "graph" in obj or "kind" in obj:
         return "onednn"
-    if "op_type" in obj:
+    if "op_type" in obj or "weights_shape" in obj:
         return "onnx"
     if "method" in obj:
         return "tf"

@@ -1,0 +1,144 @@
+"""ConvTransposeBackwardData and the resize->deconvolution bridge in the conformance catalog."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from dml_desc.conventions import deconv
+from dml_desc.conventions.deconv import ConvSpec, to_layout
+from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from onnx_ops.bridge import deconv_form, emit_deconv
+from onnx_ops.conv import build_conv_data_grad
+from onnx_ops.forms import Emitter
+from onnx_ops.run import run_model
+
+from .catalog import REFERENCE_DIR, Check, Skip
+from .conv_reference import conv_data_grad
+from .reference import resize_grad
+
+# (name, spec, data_format, weights_format): groups, dilations, asymmetric pads, 1-3 spatial axes
+CASES = [
+    ("deconv:2d_s2_asym", ConvSpec(2, 8, 6, (7, 9), (3, 3), (2, 2), (1, 1), (1, 0), (2, 1)), "NCX", "IOX"),
+    ("deconv:2d_groups_dil_nxc_xoi", ConvSpec(2, 8, 4, (9, 8), (3, 2), (2, 1), (2, 3), (2, 1), (1, 2), 4),
+     "NXC", "XOI"),
+    ("deconv:1d_groups3", ConvSpec(3, 6, 9, (11,), (4,), (3,), (1,), (2,), (3,), 3), "NCX", "IOX"),
+    ("deconv:3d_s2_dil", ConvSpec(1, 4, 6, (5, 6, 4), (2, 3, 2), (2, 1, 2), (1, 2, 1), (0, 1, 1), (1, 2, 0), 2),
+     "NXC", "IOX"),
+    ("deconv:depthwise", ConvSpec(2, 16, 16, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 16), "NCX", "IOX"),
+]
+AUTO_PAD_CASES = ["SAME_UPPER", "SAME_LOWER", "VALID"]
+TOL = {"f32": 1e-5, "f16": 4e-3, "bf16": 3e-2}
+
+
+def _inputs(spec: ConvSpec, seed: int):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(spec.diff_dst_shape), rng.standard_normal(spec.weights_shape)
+
+
+def _ort(spec, fmt, wfmt, dd, w, dtype):
+    dt = {"f32": np.float32, "f16": np.float16}[dtype]
+    model = build_conv_data_grad(spec, fmt, wfmt, dt)
+    wl = w if wfmt == "IOX" else np.transpose(w, list(range(2, w.ndim)) + [1, 0])
+    ddl = dd if fmt == "NCX" else np.moveaxis(dd, 1, -1)
+    try:
+        out = run_model(model, {"diff_dst": np.ascontiguousarray(ddl, dt), "weights": np.ascontiguousarray(wl, dt)})[0]
+    except Exception as e:
+        if dtype == "f16" and "NOT_IMPLEMENTED" in str(e):
+            raise Skip("this onnxruntime CPU build has no float16 Conv kernel") from None
+        raise
+    return out if fmt == "NCX" else np.moveaxis(out, -1, 1)
+
+
+def _torch(spec: ConvSpec, dd, w):
+    """Independent oracle: torch autograd through conv_transpose (cropped for asymmetric pads)."""
+    try:
+        import torch
+    except ImportError:
+        raise Skip("torch is not installed") from None
+    n = len(spec.kernel)
+    fn = [torch.nn.functional.conv_transpose1d, torch.nn.functional.conv_transpose2d,
+          torch.nn.functional.conv_transpose3d][n - 1]
+    x = torch.zeros(spec.diff_src_shape, dtype=torch.float64, requires_grad=True)
+    full = fn(x, torch.tensor(w), stride=spec.strides, dilation=spec.dilations, groups=spec.groups)
+    crop = []
+    for i in reversed(range(n)):
+        extra = full.shape[2 + i] - spec.pads_begin[i] - spec.dst_spatial[i]
+        crop += [-spec.pads_begin[i], -extra]
+    y = torch.nn.functional.pad(full, crop)
+    (y * torch.tensor(dd)).sum().backward()
+    return x.grad.numpy()
+
+
+def _checks_for(name: str, spec: ConvSpec, fmt: str, wfmt: str, seed: int) -> list:
+    dd, w = _inputs(spec, seed)
+    want = conv_data_grad(dd, w, spec)
+    scale = max(1.0, float(np.abs(want).max()))
+    out = []
+    for dt in ("f32", "f16", "bf16"):
+        tol = TOL[dt] * scale * (np.prod(spec.kernel) * spec.dst_channels / spec.groups) ** 0.5
+        out.append(Check(name, "onednn", "numpy-reference", dt,
+                         lambda d=dt, t=tol: (conv_data_grad(_cast(dd, d), _cast(w, d), spec), want, t)))
+        if dt != "bf16":
+            out.append(Check(name, "onednn", "ort-cpu", dt,
+                             lambda d=dt, t=tol: (_ort(spec, fmt, wfmt, _cast(dd, d), _cast(w, d), d), want, t)))
+    out.append(Check(name, "onednn", "torch-autograd", "f64", lambda: (_torch(spec, dd, w), want, 1e-9 * scale)))
+    return out
+
+
+def _cast(a, dtype):
+    import ml_dtypes
+    dt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+    return a.astype(dt).astype(np.float64)
+
+
+def deconv_checks() -> list:
+    checks = []
+    for i, (name, spec, fmt, wfmt) in enumerate(CASES):
+        doc = deconv.to_onednn(spec, fmt, wfmt)
+        spec, fmt, wfmt, _, _ = deconv.to_spec(json.loads(json.dumps(doc)))     # through the JSON form
+        checks += _checks_for(name, spec, fmt, wfmt, i)
+    for mode in AUTO_PAD_CASES:
+        doc = deconv.to_onednn(CASES[0][1], "NCX", "IOX")
+        doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
+        doc["graph"][0]["outputs"] = []
+        doc["graph"][0]["attrs"].pop("output_padding")        # depends on the pads auto_pad replaces
+        spec, fmt, wfmt, _, _ = deconv.to_spec(doc)
+        checks += _checks_for(f"deconv:auto_pad_{mode}", spec, fmt, wfmt, 7)
+    for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("deconv*.json")):
+        spec, fmt, wfmt, _, _ = deconv.to_spec(json.loads(path.read_text()))
+        checks += _checks_for(f"onednn-graph-json:{path.name}", spec, fmt, wfmt, 11)
+    return checks
+
+
+BRIDGE_CASES = [("nearest", 2, [2, 3, 8, 6]), ("nearest", 3, [1, 2, 4, 5, 3]), ("linear", 2, [2, 3, 6, 7]),
+                ("linear", 3, [2, 3, 5, 6]), ("linear", 2, [1, 2, 4, 5, 6])]
+
+
+def bridge_checks() -> list:
+    checks = []
+    for mode, f, shape in BRIDGE_CASES:
+        r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [float(f)] * (len(shape) - 2))
+        res = to_canonical(r)
+        dy = np.random.default_rng(f).standard_normal(res.out_shape)
+        want = resize_grad(dy, res)
+        checks.append(Check(f"bridge:{mode}_x{f}_{len(shape)}d", "onnx", "ort-cpu-deconv", "f32",
+                            lambda s=res, g=dy, w=want: (_run_bridge(s, g), w, 2e-6 * max(1, np.abs(w).max()))))
+    return checks
+
+
+def _run_bridge(res, dy):
+    from onnx import helper
+    parts = deconv_form(res)
+    if parts is None:
+        raise AssertionError("no deconvolution form for an integer-factor case")
+    em = Emitter("bridge", 19, np.float32)
+    out = emit_deconv(em, "dY", res, parts)
+    graph = helper.make_graph(em.nodes + [helper.make_node("Identity", [out], ["dX"])], "bridge",
+                              [helper.make_tensor_value_info("dY", 1, list(res.out_shape))],
+                              [helper.make_tensor_value_info("dX", 1, list(res.in_shape))], em.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    return run_model(model, {"dY": dy.astype(np.float32)})[0]
+
+
+__all__ = ["deconv_checks", "bridge_checks", "to_layout"]

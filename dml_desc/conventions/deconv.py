@@ -1,0 +1,273 @@
+"""ConvTransposeBackwardData: oneDNN Graph op <-> canonical ConvSpec <-> DML convolution <-> ONNX Conv.
+
+The data gradient of a transposed convolution is a forward cross-correlation of diff_dst with the
+same weights. In oneDNN's IOX layout, (IC, OC/groups, X...), those weights are already ONNX Conv's
+(M, C/groups, X...) layout; XOI and NXC need transposes. Follows oneDNN's shape inference
+(src/graph/interface/shape_infer.cpp): weights O == diff_dst channels / groups, auto_pad from diff_dst.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Tuple
+
+from ..convolution import DML_CONVOLUTION_OPERATOR_DESC, conv_out_size, deconv_out_size
+from ..enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE
+from ..errors import require
+from ..tensor import DML_BUFFER_TENSOR_DESC
+from .common import refuse
+from .onednn import attrs_of, find_op, shape_of
+
+AUTO_PADS = {"none": "None", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
+WEIGHTS_FORMATS = {"IOX": "IOX", "XOI": "XOI", "OIX": "IOX", "XIO": "XOI"}   # the seed's table names alias
+DATA_FORMATS = ("NCX", "NXC")
+DTYPES = {"f32": DML_TENSOR_DATA_TYPE.FLOAT32, "f16": DML_TENSOR_DATA_TYPE.FLOAT16, "bf16": None}
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """diff_src = cross_correlation(diff_dst, weights), both NCX, weights (IC, OC/groups, K...)."""
+    batch: int
+    dst_channels: int                 # OC: channels of diff_dst
+    src_channels: int                 # IC: channels of diff_src
+    dst_spatial: Tuple[int, ...]
+    kernel: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    dilations: Tuple[int, ...]
+    pads_begin: Tuple[int, ...]
+    pads_end: Tuple[int, ...]
+    groups: int = 1
+    output_padding: Tuple[int, ...] = field(default=(), compare=False)   # forward metadata only
+
+    @property
+    def src_spatial(self) -> Tuple[int, ...]:
+        return tuple(conv_out_size(*a) for a in zip(self.dst_spatial, self.kernel, self.strides, self.dilations,
+                                                    self.pads_begin, self.pads_end))
+
+    @property
+    def implied_output_padding(self) -> Tuple[int, ...]:
+        """The output_padding the forward ConvTranspose needs to give diff_dst's size back."""
+        return tuple(d - deconv_out_size(n, k, s, dl, b, e, 0) for d, n, k, s, dl, b, e in zip(
+            self.dst_spatial, self.src_spatial, self.kernel, self.strides, self.dilations, self.pads_begin,
+            self.pads_end))
+
+    @property
+    def diff_dst_shape(self):
+        return (self.batch, self.dst_channels) + self.dst_spatial
+
+    @property
+    def diff_src_shape(self):
+        return (self.batch, self.src_channels) + self.src_spatial
+
+    @property
+    def weights_shape(self):
+        return (self.src_channels, self.dst_channels // self.groups) + self.kernel
+
+
+def _ints(a: dict, name: str, n: int, minimum: int, required=True, default=None):
+    if name not in a:
+        require(not required, name, None, "is required")
+        return tuple(default)
+    v = a[name]
+    require(isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
+            name, v, f"must be a list of {n} integers (one per spatial axis)")
+    require(all(x >= minimum for x in v), name, v, f"every entry must be >= {minimum}")
+    return tuple(v)
+
+
+def auto_pads(mode: str, n_in: int, k: int, s: int, d: int) -> Tuple[int, int]:
+    """oneDNN's infer_auto_pad on diff_dst: SAME keeps ceil(in / stride) outputs."""
+    if mode == "VALID":
+        return 0, 0
+    total = max(0, (math.ceil(n_in / s) - 1) * s + d * (k - 1) + 1 - n_in)
+    small = total // 2
+    return (small, total - small) if mode == "SAME_UPPER" else (total - small, small)
+
+
+def to_spec(doc: dict) -> tuple:
+    """(ConvSpec, data_format, weights_format, dtype, notes) from a oneDNN Graph JSON document."""
+    op = find_op(doc, ("ConvTransposeBackwardData",))
+    a = attrs_of(op)
+    dd = shape_of(op.get("inputs"), 0, "inputs")
+    w = shape_of(op.get("inputs"), 1, "inputs")
+    fmt = a.get("data_format", "NXC")
+    require(fmt in DATA_FORMATS, "data_format", fmt, f"must be one of {list(DATA_FORMATS)}")
+    wfmt_in = a.get("weights_format", "XOI")
+    require(wfmt_in in WEIGHTS_FORMATS, "weights_format", wfmt_in, f"must be one of {list(WEIGHTS_FORMATS)}")
+    wfmt = WEIGHTS_FORMATS[wfmt_in]
+    notes = () if wfmt == wfmt_in else (f"weights_format {wfmt_in} read as {wfmt} (oneDNN's ConvTranspose "
+                                        "schema accepts XOI/IOX; the seed table's OIX/XIO name the same layouts)",)
+    require(3 <= len(dd) <= 5, "inputs[0].shape", dd, "diff_dst must be 3- to 5-D (1 to 3 spatial axes)")
+    require(len(w) == len(dd), "inputs[1].shape", w, f"weights must have the rank of diff_dst ({len(dd)})")
+    n = len(dd) - 2
+    oc, sp = (dd[1], dd[2:]) if fmt == "NCX" else (dd[-1], dd[1:-1])
+    ic, o_per_g, k = (w[0], w[1], w[2:]) if wfmt == "IOX" else (w[-1], w[-2], w[:-2])
+    g = a.get("groups", 1)
+    require(isinstance(g, int) and not isinstance(g, bool) and g >= 1, "groups", g, "must be an integer >= 1")
+    require(oc % g == 0, "groups", g, f"diff_dst channels {oc} are not divisible by groups")
+    require(ic % g == 0, "groups", g, f"diff_src channels {ic} (weights I) are not divisible by groups")
+    require(o_per_g == oc // g, "inputs[1].shape", w,
+            f"{wfmt} weights need O = diff_dst channels / groups = {oc // g}, got {o_per_g}")
+    strides = _ints(a, "strides", n, 1)
+    dilations = _ints(a, "dilations", n, 1)
+    pb, pe = _ints(a, "pads_begin", n, 0), _ints(a, "pads_end", n, 0)
+    out_pad = _ints(a, "output_padding", n, 0, required=False, default=[0] * n)
+    mode = str(a.get("auto_pad", "None"))
+    require(mode.lower() in AUTO_PADS, "auto_pad", mode, f"must be one of {list(AUTO_PADS.values())}")
+    mode = AUTO_PADS[mode.lower()]
+    if mode != "None":
+        pb, pe = zip(*(auto_pads(mode, *args) for args in zip(sp, k, strides, dilations)))
+    spec = ConvSpec(dd[0], oc, ic, tuple(sp), tuple(k), strides, dilations, tuple(pb), tuple(pe), g, out_pad)
+    _check_output(op, spec, fmt, "output_padding" in a)
+    return spec, fmt, wfmt, _dtype(op), notes
+
+
+def _check_output(op: dict, spec: ConvSpec, fmt: str, check_padding: bool) -> None:
+    for i, n in enumerate(spec.src_spatial):
+        require(n >= 1, "pads/strides", spec.dst_spatial, f"give an empty diff_src on spatial axis {i}")
+        if not check_padding:
+            continue
+        fwd = deconv_out_size(n, spec.kernel[i], spec.strides[i], spec.dilations[i], spec.pads_begin[i],
+                              spec.pads_end[i], spec.output_padding[i])
+        require(fwd == spec.dst_spatial[i], "output_padding", list(spec.output_padding),
+                f"the transposed convolution of diff_src would have {fwd} on spatial axis {i}, "
+                f"diff_dst has {spec.dst_spatial[i]}")
+    outs = op.get("outputs") or []
+    if outs and outs[0].get("shape") not in (None, [], -1):
+        want = list(spec.diff_src_shape) if fmt == "NCX" else \
+            [spec.batch, *spec.src_spatial, spec.src_channels]
+        require(outs[0]["shape"] == want, "outputs[0].shape", outs[0]["shape"],
+                f"must be {want} by oneDNN's formula floor((diff_dst + pb + pe - (d*(k-1)+1)) / s) + 1")
+
+
+def _dtype(op: dict) -> str:
+    dt = (op.get("inputs") or [{}])[0].get("dtype", "f32")
+    require(dt in DTYPES, "inputs[0].dtype", dt, f"must be one of {list(DTYPES)}")
+    return dt
+
+
+def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "IOX", dtype: str = "f32") -> dict:
+    require(data_format in DATA_FORMATS, "data_format", data_format, f"must be one of {list(DATA_FORMATS)}")
+    require(weights_format in ("IOX", "XOI"), "weights_format", weights_format, "must be IOX or XOI")
+    n = len(spec.kernel)
+    attrs = {"strides": spec.strides, "pads_begin": spec.pads_begin, "pads_end": spec.pads_end,
+             "dilations": spec.dilations, "output_padding": spec.implied_output_padding}
+    attrs = {k: {"type": "s64[]", "value": list(v)} for k, v in attrs.items()}
+    attrs.update({"auto_pad": {"type": "string", "value": "None"}, "groups": {"type": "s64", "value": spec.groups},
+                  "data_format": {"type": "string", "value": data_format},
+                  "weights_format": {"type": "string", "value": weights_format}})
+    w = list(spec.weights_shape)
+    if weights_format == "XOI":
+        w = w[2:] + [w[1], w[0]]
+    tensors = [_logical(0, to_layout(spec.diff_dst_shape, data_format), dtype), _logical(1, w, dtype)]
+    out = _logical(2, to_layout(spec.diff_src_shape, data_format), dtype)
+    op = {"id": 0, "name": "DECONV_0", "kind": "ConvTransposeBackwardData", "attrs": attrs,
+          "inputs": tensors, "outputs": [out]}
+    return {"version": "3.0.0", "engine_kind": "cpu", "fpmath_mode": "strict", "graph": [op]}
+
+
+def to_layout(ncx, data_format: str) -> list:
+    ncx = list(ncx)
+    return ncx if data_format == "NCX" else [ncx[0]] + ncx[2:] + [ncx[1]]
+
+
+def _logical(tid: int, shape: list, dtype: str) -> dict:
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    return {"id": tid, "dtype": dtype, "shape": list(shape), "stride": strides, "layout_type": "strided",
+            "property_type": "undef"}
+
+
+def to_dml(spec: ConvSpec, dtype: str = "f32") -> DML_CONVOLUTION_OPERATOR_DESC:
+    """The forward DML convolution that computes diff_src (cross-correlation, Direction FORWARD)."""
+    dt = DTYPES[dtype]
+    if dt is None:
+        refuse("dtype", dtype, "DirectML convolution supports FLOAT32 and FLOAT16, not bf16")
+    n = len(spec.kernel)
+    return DML_CONVOLUTION_OPERATOR_DESC(
+        input_tensor=DML_BUFFER_TENSOR_DESC.packed(dt, spec.diff_dst_shape),
+        filter_tensor=DML_BUFFER_TENSOR_DESC.packed(dt, spec.weights_shape),
+        output_tensor=DML_BUFFER_TENSOR_DESC.packed(dt, spec.diff_src_shape),
+        strides=spec.strides, dilations=spec.dilations, start_padding=spec.pads_begin,
+        end_padding=spec.pads_end, output_padding=(0,) * n, group_count=spec.groups)
+
+
+def from_dml(desc: DML_CONVOLUTION_OPERATOR_DESC) -> ConvSpec:
+    if desc.mode is not DML_CONVOLUTION_MODE.CROSS_CORRELATION:
+        refuse("Mode", desc.mode.name, "only CROSS_CORRELATION maps onto oneDNN/ONNX convolution; CONVOLUTION "
+               "flips the filter, which changes the weights, not the descriptor")
+    if desc.direction is not DML_CONVOLUTION_DIRECTION.FORWARD:
+        refuse("Direction", desc.direction.name, "the data gradient of a transposed convolution is a FORWARD "
+               "convolution; a BACKWARD descriptor describes the transposed convolution itself")
+    x, w = desc.input_tensor.sizes, desc.filter_tensor.sizes
+    return ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), desc.strides, desc.dilations,
+                    desc.start_padding, desc.end_padding, desc.group_count, (0,) * len(desc.strides))
+
+
+def to_onnx_attrs(spec: ConvSpec) -> dict:
+    """ONNX Conv attributes for NCX data and (IC, OC/groups, K...) weights."""
+    return {"kernel_shape": list(spec.kernel), "strides": list(spec.strides), "dilations": list(spec.dilations),
+            "pads": list(spec.pads_begin) + list(spec.pads_end), "group": spec.groups}
+
+
+def from_onnx(attrs: dict, x_shape, w_shape) -> ConvSpec:
+    """An ONNX Conv node (explicit or auto pads) as the spec of the same cross-correlation."""
+    n = len(x_shape) - 2
+    require(len(w_shape) == n + 2, "W.shape", list(w_shape), f"must have rank {n + 2}")
+    g = attrs.get("group", 1)
+    require(x_shape[1] == w_shape[1] * g, "W.shape", list(w_shape), f"needs C/group = {x_shape[1] // max(g, 1)}")
+    k = tuple(attrs.get("kernel_shape", w_shape[2:]))
+    require(k == tuple(w_shape[2:]), "kernel_shape", list(k), f"must equal W's spatial shape {list(w_shape[2:])}")
+    s, d = tuple(attrs.get("strides", [1] * n)), tuple(attrs.get("dilations", [1] * n))
+    pads = attrs.get("pads", [0] * 2 * n)
+    pb, pe = tuple(pads[:n]), tuple(pads[n:])
+    mode = attrs.get("auto_pad", "NOTSET")
+    require(mode in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"), "auto_pad", mode,
+            "must be NOTSET, SAME_UPPER, SAME_LOWER or VALID")
+    if mode != "NOTSET":
+        pb, pe = zip(*(auto_pads(mode, *a) for a in zip(x_shape[2:], k, s, d)))
+    return ConvSpec(x_shape[0], x_shape[1], w_shape[0], tuple(x_shape[2:]), k, s, d, tuple(pb), tuple(pe), g,
+                    (0,) * n)
+
+
+# ---- the JSON forms `dml-desc convert` reads and writes ------------------------------------
+
+def is_deconv(fmt: str, obj) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    if fmt == "onednn":
+        ops = obj.get("graph", [obj])
+        return isinstance(ops, list) and len(ops) == 1 and isinstance(ops[0], dict) and \
+            ops[0].get("kind") == "ConvTransposeBackwardData"
+    if fmt == "dml":
+        return obj.get("Operator") == DML_CONVOLUTION_OPERATOR_DESC.OPERATOR
+    return fmt == "onnx" and obj.get("op_type") == "Conv"
+
+
+def load(fmt: str, obj: dict) -> tuple:
+    """(ConvSpec, layout dict, notes) from the onednn, dml or onnx JSON form."""
+    if fmt == "onednn":
+        spec, data_format, weights_format, dtype, notes = to_spec(obj)
+        return spec, {"data_format": data_format, "weights_format": weights_format, "dtype": dtype}, notes
+    if fmt == "dml":
+        from .. import dmljson
+        desc = dmljson.from_json(obj)
+        dtype = "f16" if desc.input_tensor.data_type is DML_TENSOR_DATA_TYPE.FLOAT16 else "f32"
+        return from_dml(desc), {"dtype": dtype}, ()
+    require(fmt == "onnx", "format", fmt, "ConvTransposeBackwardData converts between onednn, dml and onnx")
+    for key in ("input_shape", "weights_shape"):
+        require(isinstance(obj.get(key), list), key, obj.get(key), "is required (NCX diff_dst / Conv weights)")
+    return from_onnx(obj.get("attributes", {}), obj["input_shape"], obj["weights_shape"]), {}, ()
+
+
+def dump(fmt: str, spec: ConvSpec, layout: dict, **options) -> dict:
+    if fmt == "onednn":
+        return to_onednn(spec, options.get("data_format") or layout.get("data_format", "NCX"),
+                         layout.get("weights_format", "IOX"), layout.get("dtype", "f32"))
+    if fmt == "dml":
+        from .. import dmljson
+        return dmljson.to_json(to_dml(spec, layout.get("dtype", "f32")))
+    if fmt == "onnx":
+        return {"op_type": "Conv", "opset": 19, "input_shape": list(spec.diff_dst_shape),
+                "weights_shape": list(spec.weights_shape), "attributes": to_onnx_attrs(spec),
+                "layout": "NCX data, (IC, OC/groups, K...) weights: transpose NXC / XOI inputs first"}
+    refuse("to", fmt, "ConvTransposeBackwardData has no torch or tf form here (use onednn, dml or onnx)")

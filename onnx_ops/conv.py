@@ -1,0 +1,44 @@
+"""Build ConvTransposeBackwardData as an ONNX model: inputs diff_dst and weights, output diff_src."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from dml_desc.conventions.deconv import ConvSpec, to_layout, to_onnx_attrs
+
+from .build import IR_VERSION, OPSET, _elem
+
+
+def _perm_to_ncx(rank: int) -> list:
+    return [0, rank - 1] + list(range(1, rank - 1))
+
+
+def build_conv_data_grad(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "IOX",
+                         dtype=np.float32) -> onnx.ModelProto:
+    """Conv(diff_dst, weights) with the transposes NXC and XOI need; runs on any onnxruntime build."""
+    elem = _elem(dtype)
+    rank = len(spec.kernel) + 2
+    nodes, x, w = [], "diff_dst", "weights"
+    if data_format == "NXC":
+        nodes.append(helper.make_node("Transpose", [x], ["diff_dst_ncx"], perm=_perm_to_ncx(rank)))
+        x = "diff_dst_ncx"
+    if weights_format == "XOI":        # (K..., OC/g, IC) -> (IC, OC/g, K...)
+        nodes.append(helper.make_node("Transpose", [w], ["weights_iox"],
+                                      perm=[rank - 1, rank - 2] + list(range(rank - 2))))
+        w = "weights_iox"
+    y = "diff_src" if data_format == "NCX" else "diff_src_ncx"
+    nodes.append(helper.make_node("Conv", [x, w], [y], name="ConvTransposeBackwardData", **to_onnx_attrs(spec)))
+    if data_format == "NXC":
+        nodes.append(helper.make_node("Transpose", [y], ["diff_src"], perm=[0] + list(range(2, rank)) + [1]))
+    w_shape = list(spec.weights_shape)
+    if weights_format == "XOI":
+        w_shape = w_shape[2:] + [w_shape[1], w_shape[0]]
+    graph = helper.make_graph(nodes, "conv_transpose_backward_data",
+                              [helper.make_tensor_value_info("diff_dst", elem, to_layout(spec.diff_dst_shape, data_format)),
+                               helper.make_tensor_value_info("weights", elem, w_shape)],
+                              [helper.make_tensor_value_info("diff_src", elem, to_layout(spec.diff_src_shape, data_format))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
+                              producer_name="dml-desc")
+    onnx.checker.check_model(model)
+    return model
