@@ -53,12 +53,13 @@ def _versions() -> dict:
 
 def run(args) -> int:
     from .suite import catalog, run_check
+    start = time.time()
     checks = _selected(catalog(args.full), args)
     if args.list:
         for c in checks:
             print(f"{c.case}\t{c.convention}\t{c.backend}\t{c.dtype}")
         return 0
-    records, start = [], time.time()
+    records = []
     for i, check in enumerate(checks, 1):
         records.append(run_check(check))
         if not args.quiet and sys.stderr.isatty() or (not args.quiet and i % 50 == 0):

@@ -13,6 +13,7 @@ from onnx_ops import build_resize, run_model
 from onnx_ops.build import build_lowered
 
 from .catalog import DOC_EXAMPLE, REFERENCE_DIR, Check, Record, Skip, parse_benchdnn
+from .judges import benchdnn, benchdnn_fill, within
 from .onnx_cases import case_to_resize, onnx_resize_cases
 from .reference import resize, resize_grad
 
@@ -116,9 +117,9 @@ def _no_fill(r):
 
 
 def onednn_checks(full: bool) -> list:
+    """benchdnn's resampling shapes (mb 2), nearest and linear, NCX and NXC, judged as benchdnn judges."""
     checks = []
-    shapes = parse_benchdnn(REFERENCE_DIR / "onednn-benchdnn-resampling-shapes.txt")
-    for group, name, ic, ins, outs in shapes:
+    for group, name, ic, ins, outs in parse_benchdnn(REFERENCE_DIR / "onednn-benchdnn-resampling-shapes.txt"):
         big = 2 * ic * int(np.prod(outs)) > 400_000 or group == "shapes_maskrcnn"
         for mode in ("nearest", "linear"):
             for fmt in ("NCX", "NXC"):
@@ -128,29 +129,64 @@ def onednn_checks(full: bool) -> list:
                     "mode": {"value": mode}, "sizes": {"value": outs}, "data_format": {"value": fmt}},
                     "inputs": [{"shape": src}, {"shape": dst}], "outputs": []}]}
                 res = onednn.to_canonical(doc)
-                checks += grad_checks(f"benchdnn:{group}:{name}:{mode}:{fmt}", "onednn", res,
-                                      ("f32", "bf16", "f16"), full_only=big)
+                checks += _benchdnn_checks(f"benchdnn:{group}:{name}:{mode}:{fmt}", res, mode, big)
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("interpolate*.json")):
         res = onednn.to_canonical(json.loads(path.read_text()))
-        checks += grad_checks(f"onednn-graph-json:{path.name}", "onednn", res, ("f32",))
+        checks += grad_checks(f"onednn-graph-json:{path.name}", "onednn", res, ("f32", "f16", "bf16"))
     return checks
+
+
+def _benchdnn_checks(case: str, res, mode: str, big: bool) -> list:
+    checks = []
+    for dt in ("f32", "bf16", "f16"):
+        dy = benchdnn_fill(res.out_shape, dt)
+        want = resize_grad(dy, res)
+        judge = benchdnn(mode, dt)
+        checks.append(Check(case, "onednn", "numpy-reference", dt,
+                            lambda r=res, d=dt, g=dy, w=want, j=judge: (_reference(r, d, g), w, j), big))
+        checks.append(Check(case, "onednn", "ort-cpu-lowered", dt,
+                            lambda r=res, d=dt, g=dy, w=want, j=judge: (_lowered_cpu(r, d, g), w, j), big))
+    return checks
+
+
+CROSS_CASES = [   # (name, ONNX Resize form on NCHW): each is offered to every convention
+    ("bilinear_x2_half_pixel", {"mode": "linear"}, [2, 3, 12, 20]),
+    ("bilinear_align_corners_6x10_to_11x19", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+     [2, 3, 11, 19]),
+    ("nearest_x2_asymmetric_floor", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                     "nearest_mode": "floor"}, [2, 3, 12, 20]),
+    ("nearest_down2_half_pixel_ties", {"mode": "nearest"}, [2, 3, 3, 5]),
+    ("nearest_x1.5_half_pixel", {"mode": "nearest"}, [2, 3, 9, 15]),
+    ("bicubic_x2_half_pixel", {"mode": "cubic"}, [2, 3, 12, 20]),
+]
+NHWC = (0, 2, 3, 1)
 
 
 def cross_convention_checks() -> list:
-    base = {"op_type": "ResizeGrad", "opset": 19, "input_shape": [2, 3, 6, 10],
-            "attributes": {"mode": "linear"}, "sizes": [2, 3, 12, 20]}
-    res, _ = conventions.load("onnx", base)
+    """One operator, five conventions: each either yields the same gradient or refuses, saying why."""
     checks = []
-    for fmt in ("dml", "onednn", "onnx", "torch"):
-        try:
-            obj, _ = conventions.dump(fmt, res)
-            other, _ = conventions.load(fmt, obj)
-        except Exception as e:          # a refusal is a result: record it
-            checks.append(Check("cross:bilinear_2x_half_pixel", fmt, "converter", "f32",
-                                lambda e=e: (_ for _ in ()).throw(Skip(f"refused: {e}"))))
-            continue
-        checks += grad_checks("cross:bilinear_2x_half_pixel", fmt, other)
+    for name, attrs, sizes in CROSS_CASES:
+        res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], attrs, sizes=sizes))
+        dy = _rng(len(name)).standard_normal(res.out_shape)
+        want = resize_grad(dy, res)
+        for fmt in conventions.FORMATS:
+            checks.append(Check(f"cross:{name}", fmt, "numpy-reference", "f32",
+                                lambda f=fmt, r=res, g=dy, w=want: (_through(f, r, g), w, 1e-12)))
     return checks
+
+
+def _through(fmt: str, res, dy):
+    """The gradient after converting `res` to `fmt` and back (TF works on the NHWC permutation)."""
+    from dml_desc.errors import ConversionError
+    src = res.with_(axes=tuple(res.axes[i] for i in NHWC)) if fmt == "tf" else res
+    try:
+        obj, _ = conventions.dump(fmt, src, backward=True)
+    except ConversionError as e:
+        raise Skip(f"refused: {e}") from None
+    back, _ = conventions.load(fmt, obj)
+    if fmt == "tf":
+        return np.transpose(resize_grad(np.transpose(dy, NHWC), back), (0, 3, 1, 2))
+    return resize_grad(dy, back)
 
 
 def torch_checks() -> list:
@@ -178,28 +214,64 @@ def _torch_grad(obj, res):
     return x.grad.numpy(), resize_grad(dy.numpy().astype(np.float64), res), 3e-6 * max(1, float(dy.abs().max()))
 
 
+CUDA_CASES = [("bilinear_x2_half_pixel", {"mode": "linear"}, [1, 1, 2, 2]),
+              ("bilinear_align_corners", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+               [1, 1, 1.5, 1.75]),
+              ("nearest_x2", {"mode": "nearest"}, [1, 1, 2, 2]),
+              ("cubic_x1.5", {"mode": "cubic"}, [1, 1, 1.5, 1.5])]
+
+
+def cuda_checks() -> list:
+    """onnxruntime CUDA: the native ResizeGrad kernel where it applies, and the lowered graph everywhere."""
+    from onnx_ops.lower import native_cuda_fits
+    checks = []
+    for name, attrs, scales in CUDA_CASES:
+        r = onnx_conv.OnnxResize([2, 3, 8, 12], attrs, scales=scales, op_type="ResizeGrad")
+        res = onnx_conv.to_canonical(r)
+        dy = _rng(5).standard_normal(res.out_shape)
+        want = resize_grad(dy, res)
+        tol = TOL["f32"] * max(1.0, float(np.abs(want).max()))
+        backends = ["ort-cuda-lowered"] + (["ort-cuda-native"] if native_cuda_fits(r, res) else [])
+        for backend in backends:
+            checks.append(Check(f"cuda:{name}", "onnx", backend, "f32",
+                                lambda q=r, b=backend, g=dy, w=want, t=tol: (_cuda(q, b, g), w, t)))
+    return checks
+
+
+def _cuda(r, backend: str, dy):
+    import onnxruntime as ort
+    from onnx_ops import build_resize_grad, lower
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        raise Skip("CUDAExecutionProvider is not available (onnxruntime-training-cpu; install onnxruntime-training "
+                   "for CUDA 11.8)")
+    model = build_resize_grad(r)
+    if backend == "ort-cuda-lowered":
+        model, _ = lower(model)
+    x = np.zeros(r.input_shape, np.float32)
+    return run_model(model, {"dY": dy.astype(np.float32), "X": x}, provider="CUDAExecutionProvider")[0]
+
+
 def catalog(full: bool = False) -> list:
     checks = documented_example() + onnx_case_checks() + onednn_checks(full) + cross_convention_checks()
     checks += torch_checks()
     from .deconv_suite import bridge_checks, deconv_checks
-    checks += deconv_checks() + bridge_checks()
+    checks += deconv_checks() + bridge_checks() + cuda_checks()
     return [c for c in checks if full or not c.full_only]
 
 
 def run_check(check: Check) -> Record:
+    rec = lambda status, a=None, r=None, why="": Record(check.case, check.convention, check.backend, check.dtype,
+                                                       status, a, r, why)
     try:
-        got, want, tol = check.run()
+        got, want, judge = check.run()
     except Skip as s:
-        return Record(check.case, check.convention, check.backend, check.dtype, "skip", reason=str(s))
+        return rec("skip", why=str(s))
     except Exception as e:          # an oracle or backend that breaks is a failure, with its message
-        return Record(check.case, check.convention, check.backend, check.dtype, "fail", reason=repr(e)[:300])
+        return rec("fail", why=repr(e)[:300])
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got.shape != want.shape:
-        return Record(check.case, check.convention, check.backend, check.dtype, "fail",
-                      reason=f"shape {got.shape} != {want.shape}")
-    err = np.abs(got - want)
-    abs_err = float(err.max(initial=0))
-    rel_err = float((err / np.maximum(np.abs(want), 1e-30)).max(initial=0))
-    ok = abs_err <= tol and math.isfinite(abs_err)
-    return Record(check.case, check.convention, check.backend, check.dtype, "pass" if ok else "fail",
-                  abs_err, rel_err, "" if ok else f"max abs error {abs_err:.3g} > tolerance {tol:.3g}")
+        return rec("fail", why=f"shape {got.shape} != {want.shape}")
+    judge = judge if callable(judge) else within(judge)
+    ok, abs_err, rel_err, why = judge(got, want)
+    ok = ok and math.isfinite(abs_err)
+    return rec("pass" if ok else "fail", abs_err, rel_err, why)

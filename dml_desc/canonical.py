@@ -108,6 +108,8 @@ class Resampling:
         """One spelling per map: identity axes as AxisMap.identity, floor/ceil as shifted
         round-half rules, rounding reset where the mode ignores it."""
         def norm(a: AxisMap) -> AxisMap:
+            if a.is_identity:
+                return AxisMap.identity(a.in_size)
             if self.mode is not Mode.NEAREST:
                 a = a.with_(rounding=Rounding.ROUND_PREFER_FLOOR)
             elif a.rounding in (Rounding.CEIL, Rounding.FLOOR):   # ceil(x) == ceil((x+.5)-.5)

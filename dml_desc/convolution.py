@@ -6,7 +6,7 @@ from typing import ClassVar, Optional, Tuple
 
 from .enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
 from .errors import require
-from .resample import _floats, _tensor
+from .resample import _tensor
 from .tensor import DML_BUFFER_TENSOR_DESC
 
 

@@ -149,7 +149,6 @@ def _dtype(op: dict) -> str:
 def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "IOX", dtype: str = "f32") -> dict:
     require(data_format in DATA_FORMATS, "data_format", data_format, f"must be one of {list(DATA_FORMATS)}")
     require(weights_format in ("IOX", "XOI"), "weights_format", weights_format, "must be IOX or XOI")
-    n = len(spec.kernel)
     attrs = {"strides": spec.strides, "pads_begin": spec.pads_begin, "pads_end": spec.pads_end,
              "dilations": spec.dilations, "output_padding": spec.implied_output_padding}
     attrs = {k: {"type": "s64[]", "value": list(v)} for k, v in attrs.items()}

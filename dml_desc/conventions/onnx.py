@@ -155,6 +155,8 @@ def _roi(node: OnnxResize, axes):
 
 def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
     """One ONNX coordinate_transformation_mode as a canonical axis map (onnxruntime's arithmetic)."""
+    if n_in == n_out == 1:
+        return AxisMap.identity(1)          # every coordinate lands on index 0 (tf_crop's x is 0 too)
     if ctm in ("half_pixel", "pytorch_half_pixel"):
         if ctm == "pytorch_half_pixel" and n_out <= 1:
             return AxisMap(n_in, n_out, math.inf, 0.0, 0.0, rounding, aa_scale=scale)

@@ -1,0 +1,53 @@
+"""How a result is judged: a plain tolerance, or benchdnn's rule for backward resampling."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+FLT_EPSILON = float(np.finfo(np.float32).eps)
+EPS = {"f32": FLT_EPSILON, "f16": float(np.finfo(np.float16).eps), "bf16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)}
+
+
+def errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
+    err = np.abs(got - want)
+    return float(err.max(initial=0)), float((err / np.maximum(np.abs(want), 1e-30)).max(initial=0))
+
+
+def within(tol: float):
+    def judge(got, want):
+        abs_err, rel_err = errors(got, want)
+        ok = bool(abs_err <= tol)
+        return ok, abs_err, rel_err, "" if ok else f"max abs error {abs_err:.3g} > tolerance {tol:.3g}"
+    return judge
+
+
+def benchdnn_threshold(mode: str, dtype: str) -> float:
+    """setup_cmp: nearest is exact; linear uses 7*eps(diff_src) when diff_dst has the same type."""
+    return 0.0 if mode == "nearest" else 7 * EPS[dtype]
+
+
+def benchdnn(mode: str, dtype: str):
+    trh = benchdnn_threshold(mode, dtype)
+
+    def judge(got, want):
+        want = representable(want, dtype)       # benchdnn rounds the expected value to the output type
+        abs_err, rel_err = errors(got, want)
+        diff = np.abs(got - want)
+        rel = diff / np.maximum(np.abs(want), 1e-30)
+        ok_each = (diff == 0) | ((np.abs(want) <= 1e-5) & (diff < FLT_EPSILON)) | \
+            (np.where(np.abs(want) > 1e-5, rel, diff) <= trh)
+        bad = int((~ok_each).sum())
+        return bad == 0, abs_err, rel_err, "" if bad == 0 else f"{bad} elements over benchdnn's threshold {trh:.3g}"
+    return judge
+
+
+def representable(values: np.ndarray, dtype: str) -> np.ndarray:
+    dt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+    return np.asarray(values).astype(dt).astype(np.float64)
+
+
+def benchdnn_fill(shape, dtype: str, kind: int = 2) -> np.ndarray:
+    """benchdnn's non-perf fill: small exact values ((97 i - 19 kind + 101) % 17) * 1.25 (or / 16)."""
+    i = np.arange(int(np.prod(shape)))
+    values = ((97 * i - 19 * kind + 101) % 17).astype(np.float64)
+    return (values * 1.25 if dtype == "f32" else values / 16).reshape(shape)
