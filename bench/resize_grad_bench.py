@@ -1,7 +1,9 @@
 """ResizeGrad speed: lowered graph on onnxruntime CPU vs torch's native backward vs the NumPy reference.
 
-Run: python bench/resize_grad_bench.py [--quick] [--threads N]
-Prints one row per case with median times and the ratio lowered / torch (NCHW), measured side by side.
+Run: python bench/resize_grad_bench.py [--quick] [--threads N] [--no-numpy]
+Prints one row per case with median times, side by side in one run: the lowered graph (the form the
+lowering picks), the ConvTransposeBackwardData bridge where the case has one, torch's backward
+(F.interpolate under autograd, NCHW) and the NumPy reference; then lowered / torch.
 """
 from __future__ import annotations
 
@@ -54,7 +56,26 @@ def bench_case(name, mode, shape, factor, threads, repeat, with_numpy):
     t_ort = median_time(lambda: sess.run(None, {"dY": dy, "X": x}), repeat)
     t_torch = torch_time(mode, shape, factor, dy, threads, repeat)
     t_np = median_time(lambda: resize_grad(dy, res), max(1, repeat // 3)) if with_numpy else float("nan")
-    return {"case": name, "elements": int(np.prod(res.out_shape)), "ort": t_ort, "torch": t_torch, "numpy": t_np}
+    t_bridge = bridge_time(res, dy, threads, repeat)
+    return {"case": name, "elements": int(np.prod(res.out_shape)), "ort": t_ort, "bridge": t_bridge,
+            "torch": t_torch, "numpy": t_np}
+
+
+def bridge_time(res, dy, threads, repeat):
+    from onnx import helper
+    from onnx_ops.bridge import deconv_form, emit_deconv
+    from onnx_ops.forms import Emitter
+    parts = deconv_form(res)
+    if parts is None:
+        return float("nan")
+    em = Emitter("bridge", 19, np.float32)
+    out = emit_deconv(em, "dY", res, parts)
+    graph = helper.make_graph(em.nodes + [helper.make_node("Identity", [out], ["dX"])], "bridge",
+                              [helper.make_tensor_value_info("dY", 1, list(res.out_shape))],
+                              [helper.make_tensor_value_info("dX", 1, list(res.in_shape))], em.inits)
+    sess = session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9),
+                   threads=threads)
+    return median_time(lambda: sess.run(None, {"dY": dy}), repeat)
 
 
 def torch_time(mode, shape, factor, dy, threads, repeat):
@@ -70,6 +91,14 @@ def torch_time(mode, shape, factor, dy, threads, repeat):
     return median_time(lambda: torch.autograd.grad(y, x, g, retain_graph=True), repeat)
 
 
+def _torch_version():
+    try:
+        import torch
+        return torch.__version__
+    except ImportError:
+        return "not installed"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--threads", type=int, default=os.cpu_count())
@@ -77,15 +106,18 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="small cases only")
     p.add_argument("--no-numpy", action="store_true")
     args = p.parse_args(argv)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, threads={args.threads}")
+    import onnxruntime
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, threads={args.threads}, "
+          f"onnxruntime {onnxruntime.__version__}, torch {_torch_version()}")
     rows = []
     for case in CASES:
         if args.quick and np.prod(case[2]) > 2e6:
             continue
         rows.append(bench_case(*case, args.threads, args.repeat, not args.no_numpy))
         r = rows[-1]
-        print(f"{r['case']:22s} ort-lowered {r['ort']*1e3:8.2f} ms  torch {r['torch']*1e3:8.2f} ms  "
-              f"numpy {r['numpy']*1e3:9.2f} ms  lowered/torch {r['ort']/r['torch']:5.2f}", flush=True)
+        print(f"{r['case']:20s} lowered {r['ort']*1e3:7.2f} ms  bridge {r['bridge']*1e3:7.2f} ms  "
+              f"torch {r['torch']*1e3:7.2f} ms  numpy {r['numpy']*1e3:8.2f} ms  "
+              f"lowered/torch {r['ort']/r['torch']:5.2f}", flush=True)
     per = {r["case"]: r["ort"] / r["elements"] for r in rows}
     if "bilinear 2x 1024^2" in per and "bilinear 2x 128^2" in per:
         print(f"per-element time 1024^2 / 128^2 (lowered): {per['bilinear 2x 1024^2'] / per['bilinear 2x 128^2']:.2f}")

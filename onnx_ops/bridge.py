@@ -108,6 +108,30 @@ def deconv_form(res: Resampling) -> list | None:
     return None if any(p is None for p in parts) else parts
 
 
+def combined(res: Resampling, parts: list) -> tuple | None:
+    """All axes uncorrected (nearest): one ConvTransposeBackwardData with the outer-product kernel."""
+    if any(p.row_ids for p in parts):
+        return None
+    n = len(res.axes) - 2
+    k, s, pb, pe = [1] * n, [1] * n, [0] * n, [0] * n
+    kernel = np.ones(())
+    for p in sorted(parts, key=lambda p: p.axis):
+        i = p.axis - 2
+        k[i], s[i], pb[i], pe[i] = len(p.kernel), p.factor, p.pad_begin, p.pad_end
+    for i in range(n):
+        part = next((p for p in parts if p.axis == i + 2), None)
+        kernel = np.multiply.outer(kernel, part.kernel if part else np.ones(1))
+    c = res.out_shape[1]
+    spec = ConvSpec(res.out_shape[0], c, c, tuple(res.out_shape[2:]), tuple(k), tuple(s), (1,) * n, tuple(pb),
+                    tuple(pe), c, (0,) * n)
+    return spec, np.broadcast_to(kernel, spec.weights_shape).copy()
+
+
+def emit_combined(em: Emitter, src: str, spec: ConvSpec, weights: np.ndarray) -> str:
+    return em.node("Conv", [src, em.const(weights, "deconv_weights")], "deconv", kernel_shape=list(spec.kernel),
+                   strides=list(spec.strides), pads=list(spec.pads_begin) + list(spec.pads_end), group=spec.groups)
+
+
 def emit_deconv(em: Emitter, src: str, res: Resampling, parts: list) -> str:
     cur = src
     for part in parts:
@@ -147,3 +171,42 @@ def _edge_blocks(rows: tuple, size: int) -> list:
     if tail:
         blocks.append((tail, tail[0]))
     return blocks
+
+
+# ---- integer downsampling: the gradient is a ConvTranspose (each dX row reads one dY row) -----
+
+def spread_kernel(res: Resampling, axis: int) -> np.ndarray | None:
+    """k (length F) when in = F * out and dX[i] = k[i % F] * dY[i // F] on this axis."""
+    ax = res.axes[axis]
+    if ax.in_size % ax.out_size:
+        return None
+    f = ax.in_size // ax.out_size
+    rows, cols, w = gradient_taps(ax, res).merged()
+    if len(np.unique(rows)) != len(rows) or np.any(cols != rows // f):
+        return None
+    kernel = np.zeros(f)
+    kernel[rows % f] = w
+    full = np.zeros(ax.in_size)
+    full[rows] = w
+    return kernel if np.allclose(full, np.tile(kernel, ax.out_size), rtol=2e-6, atol=1e-12) else None
+
+
+def spread_form(res: Resampling) -> tuple | None:
+    """(strides, outer-product kernel) of one depthwise ConvTranspose over every resized axis."""
+    if not (3 <= len(res.axes) <= 5) or not res.resized_axes or min(res.resized_axes) < 2:
+        return None
+    kernels = {a: spread_kernel(res, a) for a in res.resized_axes}
+    if any(k is None for k in kernels.values()):
+        return None
+    kernel, strides = np.ones(()), []
+    for a in range(2, len(res.axes)):
+        k = kernels.get(a, np.ones(1))
+        kernel, strides = np.multiply.outer(kernel, k), strides + [len(k)]
+    return strides, kernel
+
+
+def emit_spread(em: Emitter, src: str, res: Resampling, strides: list, kernel: np.ndarray) -> str:
+    c = res.out_shape[1]
+    weights = np.broadcast_to(kernel, (c, 1) + kernel.shape).copy()
+    return em.node("ConvTranspose", [src, em.const(weights, "spread_weights")], "spread",
+                   kernel_shape=list(kernel.shape), strides=strides, group=c)

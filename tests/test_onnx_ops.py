@@ -161,3 +161,24 @@ def test_symbolic_dims_give_a_clear_error():
     m.graph.input[1].CopyFrom(helper.make_tensor_value_info("X", 1, ["N", 2, 2, 2]))
     with pytest.raises(DescError, match="symbolic"):
         lower(m)
+
+
+FORMS = [  # (mode, per-axis scale, rank, the form the lowering must pick)
+    ("nearest", 2.0, 4, "deconv(ones)"), ("nearest", 3.0, 5, "deconv(ones)"),
+    ("nearest", 0.5, 4, "conv_transpose"), ("linear", 0.5, 5, "conv_transpose"), ("cubic", 0.25, 4, "conv_transpose"),
+    ("linear", 2.0, 4, "Resize(linear, antialias)"), ("linear", 3.0, 5, "Resize(linear, antialias)"),
+    ("nearest", 1.5, 4, "gather-sum x2"), ("cubic", 2.0, 4, "gather-sum x8"),
+]
+
+
+@pytest.mark.parametrize("mode,scale,rank,form", FORMS)
+def test_each_fast_form_is_picked_and_exact(mode, scale, rank, form):
+    shape = [2, 3] + [8, 12, 4][:rank - 2]
+    r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [scale] * (rank - 2), op_type="ResizeGrad")
+    res = to_canonical(r)
+    lowered, report = lower(build_resize_grad(r))
+    assert set(report[0].forms) == {form}
+    dy = np.random.default_rng(11).standard_normal(res.out_shape).astype(np.float32)
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+    want = resize_grad(dy.astype(np.float64), res)
+    np.testing.assert_allclose(dx, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))   # f32 accumulation
