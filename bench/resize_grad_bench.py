@@ -1,7 +1,7 @@
 """ResizeGrad speed: lowered graph on onnxruntime CPU vs torch's native backward vs the NumPy reference.
 
 Run: python bench/resize_grad_bench.py [--quick] [--threads N] [--no-numpy]
-Prints one row per case with median times, side by side in one run: the lowered graph (the form the
+Prints one row per case with best-of-N times, side by side in one run: the lowered graph (the form the
 lowering picks), the ConvTransposeBackwardData bridge where the case has one, torch's backward
 (F.interpolate under autograd, NCHW) and the NumPy reference; then lowered / torch.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import time
 
 import numpy as np
@@ -32,14 +31,15 @@ TORCH_MODE = {("linear", 4): "bilinear", ("linear", 5): "trilinear", ("nearest",
               ("nearest", 5): "nearest"}
 
 
-def median_time(fn, repeat: int) -> float:
+def best_time(fn, repeat: int) -> float:
+    """Best of `repeat` runs after a warm-up: the least noisy estimate on a shared machine (same for every peer)."""
     fn()
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return min(times)
 
 
 def spec(mode, shape, factor):
@@ -53,9 +53,9 @@ def bench_case(name, mode, shape, factor, threads, repeat, with_numpy):
     dy = np.random.default_rng(0).standard_normal(res.out_shape).astype(np.float32)
     x = np.zeros(shape, np.float32)
     sess = session(build_resize_grad(r, lowered=True), threads=threads)
-    t_ort = median_time(lambda: sess.run(None, {"dY": dy, "X": x}), repeat)
+    t_ort = best_time(lambda: sess.run(None, {"dY": dy, "X": x}), repeat)
     t_torch = torch_time(mode, shape, factor, dy, threads, repeat)
-    t_np = median_time(lambda: resize_grad(dy, res), max(1, repeat // 3)) if with_numpy else float("nan")
+    t_np = best_time(lambda: resize_grad(dy, res), max(1, repeat // 3)) if with_numpy else float("nan")
     t_bridge = bridge_time(res, dy, threads, repeat)
     return {"case": name, "elements": int(np.prod(res.out_shape)), "ort": t_ort, "bridge": t_bridge,
             "torch": t_torch, "numpy": t_np}
@@ -75,7 +75,7 @@ def bridge_time(res, dy, threads, repeat):
                               [helper.make_tensor_value_info("dX", 1, list(res.in_shape))], em.inits)
     sess = session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9),
                    threads=threads)
-    return median_time(lambda: sess.run(None, {"dY": dy}), repeat)
+    return best_time(lambda: sess.run(None, {"dY": dy}), repeat)
 
 
 def torch_time(mode, shape, factor, dy, threads, repeat):
@@ -88,7 +88,7 @@ def torch_time(mode, shape, factor, dy, threads, repeat):
     kw = {"align_corners": False} if mode == "linear" else {}
     y = torch.nn.functional.interpolate(x, scale_factor=factor, mode=TORCH_MODE[(mode, len(shape))], **kw)
     g = torch.from_numpy(dy)
-    return median_time(lambda: torch.autograd.grad(y, x, g, retain_graph=True), repeat)
+    return best_time(lambda: torch.autograd.grad(y, x, g, retain_graph=True), repeat)
 
 
 def _torch_version():
