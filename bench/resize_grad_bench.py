@@ -62,19 +62,11 @@ def bench_case(name, mode, shape, factor, threads, repeat, with_numpy):
 
 
 def bridge_time(res, dy, threads, repeat):
-    from onnx import helper
-    from onnx_ops.bridge import deconv_form, emit_deconv
-    from onnx_ops.forms import Emitter
-    parts = deconv_form(res)
-    if parts is None:
+    from onnx_ops.bridge import build_bridge_model
+    model = build_bridge_model(res)
+    if model is None:
         return float("nan")
-    em = Emitter("bridge", 19, np.float32)
-    out = emit_deconv(em, "dY", res, parts)
-    graph = helper.make_graph(em.nodes + [helper.make_node("Identity", [out], ["dX"])], "bridge",
-                              [helper.make_tensor_value_info("dY", 1, list(res.out_shape))],
-                              [helper.make_tensor_value_info("dX", 1, list(res.in_shape))], em.inits)
-    sess = session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9),
-                   threads=threads)
+    sess = session(model, threads=threads)
     return best_time(lambda: sess.run(None, {"dY": dy}), repeat)
 
 

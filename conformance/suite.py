@@ -74,7 +74,7 @@ def onnx_case_checks() -> list:
         checks.append(Check(name, "onnx", "onnx-reference(transpose)", "f32",
                             lambda c=case, q=r, s=res: _transpose_oracle(q, s, "onnx")))
         if r.attr("keep_aspect_ratio_policy", "stretch") == "stretch":
-            checks += grad_checks(name, "onnx", res)
+            checks += grad_checks(name, "onnx", res, ("f64", "f32", "f16", "bf16"))
     return checks
 
 
@@ -172,7 +172,19 @@ def cross_convention_checks() -> list:
         for fmt in conventions.FORMATS:
             checks.append(Check(f"cross:{name}", fmt, "numpy-reference", "f32",
                                 lambda f=fmt, r=res, g=dy, w=want: (_through(f, r, g), w, 1e-12)))
+        checks.append(Check(f"cross:{name}", "torch", "torch-autograd", "f32",
+                            lambda r=res, g=dy, w=want: (_torch_through(r, g), w, 3e-6 * max(1, np.abs(w).max()))))
     return checks
+
+
+def _torch_through(res, dy):
+    """torch's own backward for the torch spelling of `res` (float32, as torch computes coordinates)."""
+    from dml_desc.errors import ConversionError
+    try:
+        obj, _ = conventions.dump("torch", res)
+    except ConversionError as e:
+        raise Skip(f"refused: {e}") from None
+    return _torch_grad(obj, res, dy)[0]
 
 
 def _through(fmt: str, res, dy):
@@ -197,11 +209,11 @@ def torch_checks() -> list:
         obj = {"input_shape": [2, 3, 6, 10], "mode": mode, **kw}
         res, _ = conventions.load("torch", obj)
         checks.append(Check(f"torch:{mode}:{kw}", "torch", "torch-autograd", "f32",
-                            lambda o=obj, r=res: _torch_grad(o, r)))
+                            lambda o=obj, r=res: _torch_grad(o, r, _rng(3).standard_normal(r.out_shape))))
     return checks
 
 
-def _torch_grad(obj, res):
+def _torch_grad(obj, res, dy):
     try:
         import torch
     except ImportError:
@@ -209,9 +221,10 @@ def _torch_grad(obj, res):
     kw = {k: v for k, v in obj.items() if k != "input_shape"}
     x = torch.zeros(*obj["input_shape"], requires_grad=True)
     y = torch.nn.functional.interpolate(x, **kw)
-    dy = torch.tensor(_rng(3).standard_normal(tuple(y.shape)), dtype=torch.float32)
-    y.backward(dy)
-    return x.grad.numpy(), resize_grad(dy.numpy().astype(np.float64), res), 3e-6 * max(1, float(dy.abs().max()))
+    g = torch.tensor(dy, dtype=torch.float32)
+    y.backward(g)
+    want = resize_grad(g.numpy().astype(np.float64), res)
+    return x.grad.numpy(), want, 3e-6 * max(1, float(np.abs(want).max()))
 
 
 CUDA_CASES = [("bilinear_x2_half_pixel", {"mode": "linear"}, [1, 1, 2, 2]),

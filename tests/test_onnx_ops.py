@@ -182,3 +182,22 @@ def test_each_fast_form_is_picked_and_exact(mode, scale, rank, form):
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     want = resize_grad(dy.astype(np.float64), res)
     np.testing.assert_allclose(dx, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))   # f32 accumulation
+
+
+@pytest.mark.parametrize("mode,scale", [("nearest", 2.0), ("nearest", 0.5), ("linear", 2.0), ("linear", 0.5)])
+def test_float64_models_use_forms_onnxruntime_implements(mode, scale):
+    r = OnnxResize([1, 2, 8, 8], {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
+    res = to_canonical(r)
+    model = build_resize_grad(r, np.float64, lowered=True)
+    assert not {n.op_type for n in model.graph.node} & {"Conv", "ConvTranspose", "Resize"}
+    dy = np.random.default_rng(4).standard_normal(res.out_shape)
+    dx = run_model(model, {"dY": dy, "X": np.zeros(res.in_shape)})[0]
+    np.testing.assert_allclose(dx, resize_grad(dy, res), rtol=1e-12, atol=1e-12)
+
+
+def test_directmlx_style_defaults():
+    from dml_desc import DML_RESAMPLE_GRAD_OPERATOR_DESC, half_pixel
+    d = half_pixel(DML_RESAMPLE_GRAD_OPERATOR_DESC, "LINEAR", [1, 1, 4, 6], [1, 1, 8, 3])
+    assert d.scales == (1.0, 1.0, 2.0, 0.5)
+    assert d.input_pixel_offsets == (0.5,) * 4 and d.output_pixel_offsets == (-0.5,) * 4
+    assert d.output_gradient_tensor.sizes == (1, 1, 4, 6) and d.input_gradient_tensor.sizes == (1, 1, 8, 3)
