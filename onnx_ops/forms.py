@@ -142,7 +142,46 @@ def emit_resize(em: Emitter, src: str, res: Resampling, spelling) -> str:
 
 # ---- gather / dense: one axis at a time -----------------------------------------------------
 
+def split_piles(taps: Taps) -> tuple[Taps, list]:
+    """Rows far wider than the rest (outputs piled on an edge by clamping) come out as (row, first, weights)
+    so the gather table keeps its typical width and the cost stays linear."""
+    counts = (taps.weight != 0).sum(axis=1)
+    typical = int(np.median(counts[counts > 0])) if np.any(counts) else 1
+    heavy = np.flatnonzero(counts > 4 * typical + 4)
+    if not len(heavy):
+        return taps, []
+    piles = []
+    index, weight = taps.index.copy(), taps.weight.copy()
+    for r in heavy:
+        cols = index[r][weight[r] != 0]
+        first, last = int(cols.min()), int(cols.max())
+        dense = np.zeros(last - first + 1)
+        np.add.at(dense, cols - first, weight[r][weight[r] != 0])
+        piles.append((int(r), first, dense))
+        weight[r] = 0
+    order = np.argsort(weight == 0, axis=1, kind="stable")       # nonzero entries first
+    index, weight = np.take_along_axis(index, order, 1), np.take_along_axis(weight, order, 1)
+    width = max(int((weight != 0).sum(axis=1).max()), 1)
+    return Taps(index[:, :width], weight[:, :width], taps.cols), piles
+
+
 def emit_axis(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tuple[str, str]:
+    light, piles = split_piles(taps)
+    out, form = _emit_gather(em, src, light, axis, rank)
+    for row, first, weights in piles:
+        cols = em.const(np.arange(first, first + len(weights)), "pile_index", np.int64)
+        shape = [len(weights)] + [1] * (rank - axis - 1)
+        part = em.node("Mul", [em.node("Gather", [src, cols], "pile", axis=axis), em.const(weights.reshape(shape),
+                                                                                          "pile_weight")], "piled")
+        summed = em.node("ReduceSum", [part, em.const([axis], "axes", np.int64)], "pile_sum", keepdims=1) \
+            if em.opset >= 13 else em.node("ReduceSum", [part], "pile_sum", axes=[axis], keepdims=1)
+        pads = [0] * (2 * rank)
+        pads[axis], pads[rank + axis] = row, taps.rows - row - 1
+        out = em.node("Add", [out, em.node("Pad", [summed, em.const(pads, "pads", np.int64)], "pile_row")], "unpiled")
+    return out, form + (f" + {len(piles)} edge pile(s)" if piles else "")
+
+
+def _emit_gather(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tuple[str, str]:
     if axis == rank - 1 and taps.cols <= DENSE_MAX_COLS and taps.cols <= 2 * taps.width:
         return em.node("MatMul", [src, em.const(taps.dense().T, "matrix")], "dense"), "dense"
     if taps.width == 1:
