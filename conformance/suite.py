@@ -7,7 +7,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from dml_desc import conventions
+from dml_desc import AxisMap, conventions
 from dml_desc.conventions import onednn, onnx as onnx_conv
 from onnx_ops import build_resize, run_model
 from onnx_ops.build import build_lowered
@@ -91,29 +91,46 @@ def _expected_forward(case, res):
 
 
 def _transpose_oracle(r, res, which):
-    """The gradient is the transpose of the forward: probe the oracle's forward with a basis per axis."""
-    x = _rng(1).standard_normal(res.in_shape).astype(np.float32)
-    model = build_resize(_no_fill(r))
+    """<A x, dy> == <x, G dy> element-wise over probes batched along N. For onnxruntime the probes are every
+    input and every output basis vector, so this compares G with the oracle's matrix A transposed entry by entry."""
     if which == "onnx" and r.attr("coordinate_transformation_mode") == "align_corners" and \
             any(s < 1 for s in (r.scales or [1])):
         raise Skip("oracles disagree: onnx's reference uses the unfloored length in*scale for align_corners; "
                    "onnxruntime (authoritative for ResizeGrad) follows the spec's real output length")
+    if res.in_shape[0] != 1 or not res.axes[0].is_identity:
+        raise Skip("the basis probe batches along N, which must be 1 and not resized")
+    p, q = math.prod(res.in_shape), math.prod(res.out_shape)
+    if which == "ort":          # exact: every input basis vector, then every output basis vector
+        xs, dys = np.eye(p), np.eye(q)
+    else:                       # onnx's evaluator is pure Python: a 4 x 4 random sketch of the same identity
+        xs, dys = _rng(1).standard_normal((4, p)), _rng(2).standard_normal((4, q))
+    ys = _oracle_forward(r, res, xs.astype(np.float32), which).reshape(len(xs), q)     # rows: A x_i
+    grad_res = res.with_(axes=(AxisMap.identity(len(dys)),) + res.axes[1:])
+    gs = resize_grad(dys.reshape((len(dys),) + res.out_shape[1:]), grad_res).reshape(len(dys), p)
+    lhs, rhs = ys.astype(np.float64) @ dys.T, xs.astype(np.float32).astype(np.float64) @ gs.T   # <A x, dy> = <x, G dy>
+    return rhs, lhs, 2e-6 * max(1.0, float(np.abs(lhs).max()))
+
+
+def _oracle_forward(r, res, xs: np.ndarray, which: str) -> np.ndarray:
+    """The oracle's Resize on a batch of inputs stacked along N."""
+    model = build_resize(_batched(r, len(xs)))
+    x = xs.reshape((len(xs),) + res.in_shape[1:])
     if which == "ort":
-        y = run_model(model, {"X": x})[0]
-    else:
-        from onnx.reference import ReferenceEvaluator
-        y = ReferenceEvaluator(model).run(None, {"X": x})[0]
-    dy = _rng(2).standard_normal(res.out_shape)
-    lhs = float(np.sum(y.astype(np.float64) * dy))
-    rhs = float(np.sum(x.astype(np.float64) * resize_grad(dy, res)))
-    return np.array([rhs]), np.array([lhs]), 1e-4 * (1 + abs(lhs))
+        return run_model(model, {"X": x})[0]
+    from onnx.reference import ReferenceEvaluator
+    return ReferenceEvaluator(model).run(None, {"X": x})[0]
 
 
-def _no_fill(r):
+def _batched(r, n: int):
+    """The same Resize on a batch of n along axis 0 (which it does not resize)."""
     import copy
-    r = copy.deepcopy(r)
-    r.attributes.pop("extrapolation_value", None)
-    return r
+    b = copy.deepcopy(r)
+    b.attributes.pop("extrapolation_value", None)        # the constant fill is not part of the linear map
+    b.input_shape = [n] + list(r.input_shape[1:])
+    axes = r.attr("axes")
+    if b.sizes is not None and (axes is None or 0 in [a % len(r.input_shape) for a in axes]):
+        b.sizes = [n] + list(b.sizes[1:])
+    return b
 
 
 def onednn_checks(full: bool) -> list:

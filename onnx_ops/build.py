@@ -69,8 +69,21 @@ def build_resize_grad(spec, dtype=np.float32, lowered: bool = False) -> onnx.Mod
     if lowered:
         from .lower import lower
         model, _ = lower(model)
+        _drop_orphans(model)
     onnx.checker.check_model(model)
     return model
+
+
+def _drop_orphans(model: onnx.ModelProto) -> None:
+    """Our own built model only: roi / scales that fed the replaced node are no longer read."""
+    used = {i for n in model.graph.node for i in n.input}
+    keep = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
+    if not any(n.domain == "com.microsoft" for n in model.graph.node):
+        keep_ops = [o for o in model.opset_import if o.domain != "com.microsoft"]
+        del model.opset_import[:]
+        model.opset_import.extend(keep_ops)
 
 
 def build_resize(spec, dtype=np.float32) -> onnx.ModelProto:
