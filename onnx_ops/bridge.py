@@ -154,7 +154,7 @@ def _corrected(em: Emitter, src: str, conv: str, part: AxisDeconv, rank: int) ->
         fix, _ = emit_axis(em, src, taps, part.axis, rank)
         pads = [0] * (2 * rank)
         pads[part.axis], pads[rank + part.axis] = before, size - before - len(rows)
-        padded = em.node("Pad", [fix, em.const(pads, "pads", np.int64)], "padded")
+        padded = em.pad(fix, pads)
         out = em.node("Add", [out, padded], "corrected")
     return out
 

@@ -44,10 +44,16 @@ class Emitter:
         self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
         return out
 
-    def reduce_sum(self, src: str, axes: list) -> str:
+    def reduce_sum(self, src: str, axes: list, keepdims: int = 0) -> str:
         if self.opset >= 13:
-            return self.node("ReduceSum", [src, self.const(axes, "axes", np.int64)], "sum", keepdims=0)
-        return self.node("ReduceSum", [src], "sum", axes=axes, keepdims=0)
+            return self.node("ReduceSum", [src, self.const(axes, "axes", np.int64)], "sum", keepdims=keepdims)
+        return self.node("ReduceSum", [src], "sum", axes=axes, keepdims=keepdims)
+
+    def pad(self, src: str, pads: list) -> str:
+        """Zero padding; the pads input exists from opset 11, an attribute before."""
+        if self.opset >= 11:
+            return self.node("Pad", [src, self.const(pads, "pads", np.int64)], "padded")
+        return self.node("Pad", [src], "padded", pads=pads)
 
     def scale(self, src: str, factor: float) -> str:
         return src if factor == 1 else self.node("Mul", [src, self.const(factor, "factor")], "scaled")
@@ -115,6 +121,8 @@ def resize_candidates(res: Resampling):
 
 def find_resize(res: Resampling, opset: int):
     """A Resize (canonical, ONNX spelling) whose taps are the gradient's, axis by axis, up to out/in."""
+    if opset < 11:                     # Resize-10 has no coordinate_transformation_mode
+        return None
     for cand in resize_candidates(res):
         if cand.antialias and opset < 18:
             continue
@@ -173,11 +181,9 @@ def emit_axis(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tuple[
         shape = [len(weights)] + [1] * (rank - axis - 1)
         part = em.node("Mul", [em.node("Gather", [src, cols], "pile", axis=axis), em.const(weights.reshape(shape),
                                                                                           "pile_weight")], "piled")
-        summed = em.node("ReduceSum", [part, em.const([axis], "axes", np.int64)], "pile_sum", keepdims=1) \
-            if em.opset >= 13 else em.node("ReduceSum", [part], "pile_sum", axes=[axis], keepdims=1)
         pads = [0] * (2 * rank)
         pads[axis], pads[rank + axis] = row, taps.rows - row - 1
-        out = em.node("Add", [out, em.node("Pad", [summed, em.const(pads, "pads", np.int64)], "pile_row")], "unpiled")
+        out = em.node("Add", [out, em.pad(em.reduce_sum(part, [axis], keepdims=1), pads)], "unpiled")
     return out, form + (f" + {len(piles)} edge pile(s)" if piles else "")
 
 

@@ -47,8 +47,11 @@ def lower(model: onnx.ModelProto, providers=("CPUExecutionProvider",)) -> tuple[
     """A copy of `model` with every ResizeGrad node lowered (or kept where native CUDA fits)."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
+    _refuse_nested(out.graph)
     if not any(is_resize_grad(n) for n in out.graph.node):
         return out, []
+    if not any(o.domain in ("", "ai.onnx") for o in out.opset_import):
+        out.opset_import.append(helper.make_opsetid("", 19))     # the standard ops need an ai.onnx import
     info = _GraphInfo(out)
     nodes, report = [], []
     for k, node in enumerate(out.graph.node):
@@ -67,6 +70,17 @@ def lower(model: onnx.ModelProto, providers=("CPUExecutionProvider",)) -> tuple[
     del out.graph.node[:]
     out.graph.node.extend(nodes)
     return out, report
+
+
+def _refuse_nested(graph) -> None:
+    """ResizeGrad inside a subgraph (If / Loop / Scan bodies) is not lowered: say so instead of skipping it."""
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                hit = next((n for n in sub.node if is_resize_grad(n)), None)
+                require(hit is None, f"node {node.name or node.op_type}.{attr.name}", hit.name if hit else None,
+                        "holds a ResizeGrad in a subgraph; lowering rewrites the main graph only")
+                _refuse_nested(sub)
 
 
 def native_cuda_fits(r: onnx_conv.OnnxResize, res) -> bool:

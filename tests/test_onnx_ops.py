@@ -4,7 +4,7 @@ import os
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from conformance.onnx_cases import case_to_resize, onnx_resize_cases
 from conformance.reference import resize_grad
@@ -218,3 +218,36 @@ def test_edge_piles_keep_the_gather_table_narrow(mode):
     dx = run_model(model, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     want = resize_grad(dy.astype(np.float64), res)
     np.testing.assert_allclose(dx, want, rtol=0, atol=1e-5 * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("opset", [10, 11, 12, 17])
+@pytest.mark.parametrize("mode,scales", [("nearest", [1, 1, 2, 3]), ("linear", [1, 1, 0.5, 2]),
+                                         ("nearest", [1, 1, 400 / 3, 1])])
+def test_lowering_emits_ops_valid_at_the_models_opset(opset, mode, scales):
+    shape = [1, 2, 3, 4]
+    node = helper.make_node("ResizeGrad", ["dY", "X", "", "scales"], ["dX"], domain="com.microsoft", mode=mode)
+    r = OnnxResize(shape, {"mode": mode}, scales=scales, opset=opset)
+    res = to_canonical(r)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("dY", 1, list(res.out_shape)),
+                                        helper.make_tensor_value_info("X", 1, shape)],
+                          [helper.make_tensor_value_info("dX", 1, shape)],
+                          [numpy_helper.from_array(np.array(scales, np.float32), "scales")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)],
+                          ir_version=7)
+    lowered, _ = lower(m)
+    onnx.checker.check_model(lowered)
+    dy = np.random.default_rng(0).standard_normal(res.out_shape).astype(np.float32)
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(shape, np.float32)})[0]
+    np.testing.assert_allclose(dx, resize_grad(dy.astype(np.float64), res), rtol=1e-5, atol=1e-5)
+
+
+def test_resize_grad_in_a_subgraph_is_refused_by_name():
+    inner = helper.make_graph([helper.make_node("ResizeGrad", ["dY", "X", "", "scales"], ["dX"],
+                                                domain="com.microsoft", name="inner_rg", mode="nearest")],
+                              "body", [], [helper.make_tensor_value_info("dX", 1, None)])
+    outer = helper.make_node("If", ["cond"], ["out"], name="branch", then_branch=inner, else_branch=inner)
+    g = helper.make_graph([outer], "g", [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("out", 1, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    with pytest.raises(DescError, match="branch.*subgraph"):
+        lower(m)

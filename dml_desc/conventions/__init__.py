@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import dmljson
 from ..canonical import Resampling
-from ..errors import require
+from ..errors import ConversionError, require
 from . import dml, onednn, onnx, tf, torch
 
 FORMATS = ("dml", "onednn", "onnx", "torch", "tf")
@@ -34,7 +34,7 @@ def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[d
         op = options.pop("operator", None) or ("DML_OPERATOR_RESAMPLE_GRAD" if backward else "DML_OPERATOR_RESAMPLE1")
         try:
             desc, notes = dml.from_canonical(res, op, **options)
-        except Exception:
+        except ConversionError:          # e.g. a rounding rule only RESAMPLE2 / GRAD1 can state
             if options or op not in ("DML_OPERATOR_RESAMPLE_GRAD", "DML_OPERATOR_RESAMPLE1"):
                 raise
             wider = "DML_OPERATOR_RESAMPLE_GRAD1" if backward else "DML_OPERATOR_RESAMPLE2"
