@@ -43,6 +43,8 @@ class AxisMap:
     rounding: Rounding = Rounding.ROUND_PREFER_FLOOR
     extrapolate: bool = False   # outside [0, in-1] the forward writes a constant: zero gradient
     aa_scale: Optional[float] = None   # antialias filter scale when it differs from `scale`
+    single_rounding: bool = False      # x computed in double, rounded to float32 once (not after the division)
+    coords: Optional[Tuple[float, ...]] = None   # explicit x per output, where a runtime's float order matters
 
     def __post_init__(self):
         for name in ("in_size", "out_size"):
@@ -55,6 +57,10 @@ class AxisMap:
         for name in ("in_offset", "out_offset"):
             require(math.isfinite(getattr(self, name)), name, getattr(self, name), "must be finite")
         object.__setattr__(self, "rounding", Rounding(self.rounding))
+        if self.coords is not None:
+            object.__setattr__(self, "coords", tuple(float(c) for c in self.coords))
+            require(len(self.coords) == self.out_size and all(math.isfinite(c) for c in self.coords), "coords",
+                    self.coords[:8], f"must be {self.out_size} finite coordinates")
 
     @property
     def filter_scale(self) -> float:
@@ -66,7 +72,7 @@ class AxisMap:
 
     @property
     def is_identity(self) -> bool:
-        return (self.in_size == self.out_size and self.scale == 1
+        return (self.in_size == self.out_size and self.scale == 1 and self.coords is None
                 and self.in_offset + self.out_offset == 0)
 
     def with_(self, **changes) -> "AxisMap":

@@ -62,13 +62,16 @@ class Taps:
 
 def coordinates(ax: AxisMap) -> np.ndarray:
     """x for every output index, rounded through float32 as the runtimes compute it."""
+    if ax.coords is not None:
+        return np.asarray(ax.coords, np.float64)
     o = np.arange(ax.out_size, dtype=np.float64)
     if ax.scale == math.inf:
         q = np.zeros_like(o)
         return (q - ax.in_offset).astype(F32).astype(np.float64)
     f = fraction(ax.scale)
     q = (o - ax.out_offset) * float(f.denominator) / float(f.numerator)
-    q = q.astype(F32).astype(np.float64)
+    if not ax.single_rounding:
+        q = q.astype(F32).astype(np.float64)
     return (q - ax.in_offset).astype(F32).astype(np.float64)
 
 

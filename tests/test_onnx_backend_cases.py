@@ -46,3 +46,12 @@ def test_forward_parity(case):
         assert np.abs(case.expected - theirs).max() > 0.1
     else:
         np.testing.assert_allclose(ours, case.expected, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_every_case_round_trips_through_the_onnx_converter(case):
+    from dml_desc.conventions.onnx import from_canonical
+    from dml_desc.weights import same_weights
+    res = to_canonical(case_to_resize(case))
+    node, _ = from_canonical(res, op_type="Resize")
+    assert same_weights(res, to_canonical(node))

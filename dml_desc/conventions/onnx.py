@@ -157,6 +157,8 @@ def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
     """One ONNX coordinate_transformation_mode as a canonical axis map (onnxruntime's arithmetic)."""
     if n_in == n_out == 1:
         return AxisMap.identity(1)          # every coordinate lands on index 0 (tf_crop's x is 0 too)
+    if ctm == "tf_crop_and_resize" and scale == 1.0:
+        return AxisMap.identity(n_in)       # onnxruntime leaves scale-1 axes alone and ignores their roi
     if ctm in ("half_pixel", "pytorch_half_pixel"):
         if ctm == "pytorch_half_pixel" and n_out <= 1:
             return AxisMap(n_in, n_out, math.inf, 0.0, 0.0, rounding, aa_scale=scale)
@@ -171,14 +173,23 @@ def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
     if ctm == "half_pixel_symmetric":
         adjustment = _f32(np.float32(n_out) / np.float32(_f32(np.float32(scale) * np.float32(n_in))))
         offset = _f32(np.float32(n_in / 2) * np.float32(1 - adjustment))
-        return AxisMap(n_in, n_out, scale, 0.5 - offset, -0.5, rounding)
+        return AxisMap(n_in, n_out, scale, 0.5 - offset, -0.5, rounding, single_rounding=True)  # ORT: in double
     start, end = roi_pair
     if n_out == 1:
         return AxisMap(n_in, n_out, math.inf, -0.5 * (start + end) * (n_in - 1), 0.0, rounding,
                        extrapolate=True, aa_scale=scale)
     span = fraction(_f32(end - start)) * (n_in - 1)
     s = math.inf if span == 0 else Fraction(n_out - 1) / span
-    return AxisMap(n_in, n_out, s, -start * (n_in - 1), 0.0, rounding, extrapolate=True, aa_scale=scale)
+    return AxisMap(n_in, n_out, s, -start * (n_in - 1), 0.0, rounding, extrapolate=True, aa_scale=scale,
+                   coords=_tf_crop_coords(n_in, n_out, start, end))
+
+
+def _tf_crop_coords(n_in: int, n_out: int, start: float, end: float) -> tuple:
+    """onnxruntime's float32 evaluation: start*(in-1) + (o*(end-start)*(in-1)) / (out-1), step by step."""
+    f = np.float32
+    o = np.arange(n_out, dtype=f)
+    x = f(start) * f(n_in - 1) + ((o * (f(end) - f(start))) * f(n_in - 1)) / f(n_out - 1)
+    return tuple(x.astype(np.float64))
 
 
 def to_canonical(node: OnnxResize) -> Resampling:
@@ -187,15 +198,21 @@ def to_canonical(node: OnnxResize) -> Resampling:
     outs, scales = _sizes_and_scales(node, axes, policy)
     rois = _roi(node, axes) if ctm == "tf_crop_and_resize" else [None] * len(axes)
     maps = [AxisMap.identity(n) for n in node.input_shape]
+    kwargs = dict(cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
+                  exclude_outside=bool(node.attr("exclude_outside", 0)), antialias=bool(node.attr("antialias", 0)),
+                  extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+    if all(node.input_shape[a] == o for a, o in zip(axes, outs)) and any(s != 1 for s in scales):
+        return Resampling(tuple(maps), MODES[mode], **kwargs).noted(
+            "onnxruntime copies the input when the output shape equals the input shape, whatever the "
+            "scales; this map follows it (the ONNX formulas would resample)")
     for a, n_out, s, roi_pair in zip(axes, outs, scales, rois):
         rounding = NEAREST_MODES[nearest]
         if opset == 10:   # onnxruntime's Resize-10 rule: ceil when downsampling, truncate otherwise
             rounding = Rounding.CEIL if s < 1 else Rounding.FLOOR
         maps[a] = _axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
-    return Resampling(tuple(maps), MODES[mode], cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
-                      exclude_outside=bool(node.attr("exclude_outside", 0)),
-                      antialias=bool(node.attr("antialias", 0)),
-                      extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+        if kwargs["antialias"] and mode != "nearest" and n_out == node.input_shape[a]:
+            maps[a] = AxisMap.identity(n_out)      # onnxruntime's antialias kernels copy same-length axes
+    return Resampling(tuple(maps), MODES[mode], **kwargs)
 
 
 def from_canonical(res: Resampling, opset: int = 19, op_type: str = "Resize") -> tuple:
