@@ -73,6 +73,8 @@ def to_canonical(t: TorchInterpolate) -> Resampling:
         if t.recompute_scale_factor:
             factors = [None] * n
     maps = [_axis(t, i, o, f) for i, o, f in zip(ins, outs, factors)]
+    if _copies_same_length_axes(t, n):
+        maps = [AxisMap.identity(i) if i == o else m for i, o, m in zip(ins, outs, maps)]
     mode = {"bicubic": Mode.CUBIC, "nearest": Mode.NEAREST, "nearest-exact": Mode.NEAREST}.get(t.mode, Mode.LINEAR)
     aa = bool(t.antialias)
     return Resampling(place(shape, range(2, len(shape)), maps), mode,
@@ -80,14 +82,20 @@ def to_canonical(t: TorchInterpolate) -> Resampling:
                       exclude_outside=aa, antialias=aa)
 
 
+def _copies_same_length_axes(t: TorchInterpolate, n: int) -> bool:
+    """torch's CPU kernels copy an axis whose output length equals its input length, whatever scale_factor says:
+    linear/bilinear/trilinear and every antialiased mode do; bicubic does not; legacy nearest only in 2-D."""
+    return t.mode in ("linear", "bilinear", "trilinear") or bool(t.antialias) or (t.mode == "nearest" and n == 2)
+
+
 def _axis(t: TorchInterpolate, n_in: int, n_out: int, factor) -> AxisMap:
     """torch's area_pixel_compute_source_index / nearest_idx as a canonical axis."""
     source_scale = (1.0 / factor) if factor else n_in / n_out    # float32 in torch
     if t.mode in ("nearest", "nearest-exact"):
-        if n_in == n_out:
-            return AxisMap.identity(n_in)
         return AxisMap(n_in, n_out, reciprocal_f32(source_scale), 0.0, -0.5 if t.mode == "nearest-exact" else 0.0,
                        Rounding.FLOOR)
+    if t.align_corners and t.antialias:    # torch's antialias kernel: half-pixel centers, align-corners scale
+        return AxisMap(n_in, n_out, reciprocal_f32((n_in - 1) / (n_out - 1)) if n_out > 1 else math.inf, 0.5, -0.5)
     if t.align_corners:
         if n_out == 1:
             return align_corners_axis(n_in, n_out)
