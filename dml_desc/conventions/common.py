@@ -71,10 +71,12 @@ def place(shape, spatial, maps) -> tuple:
 
 
 def reciprocal_f32(value: float):
-    """The exact scale whose reciprocal is float32(value): for runtimes that multiply by in/out."""
+    """The exact scale whose reciprocal is float32(value): for runtimes that multiply by in/out.
+    A zero source scale (align_corners with one input element) maps every output to 0: scale inf."""
     import numpy as np
     from fractions import Fraction
-    return 1 / Fraction(float(np.float32(value)))
+    v = float(np.float32(value))
+    return math.inf if v == 0 else 1 / Fraction(v)
 
 
 def first_exact(res: Resampling, candidates, to_canonical, target: str) -> tuple:

@@ -37,8 +37,21 @@ def to_canonical(t: TfResize) -> Resampling:
     require(not (t.align_corners and t.half_pixel_centers), "half_pixel_centers", True,
             "TF requires align_corners=False when half_pixel_centers=True")
     maps = [_axis(t, n_in, n_out) for n_in, n_out in zip(shape[1:3], t.size)]
-    a = -0.75 if t.half_pixel_centers else -0.5
-    return Resampling(place(shape, (1, 2), maps), METHODS[t.method], cubic_coeff_a=a)
+    if t.method == "bicubic":         # TF's table: A and edges per half_pixel_centers, delta quantized to 1/1024
+        maps = [m if m.is_identity else m.with_(coords=_table_coords(m)) for m in maps]
+        keys = t.half_pixel_centers
+        return Resampling(place(shape, (1, 2), maps), Mode.CUBIC, cubic_coeff_a=-0.5 if keys else -0.75,
+                          exclude_outside=keys)
+    return Resampling(place(shape, (1, 2), maps), METHODS[t.method])
+
+
+def _table_coords(m: AxisMap) -> tuple:
+    """resize_bicubic looks weights up in a 1024-entry table: x = floor(x) + lrint(frac(x) * 1024) / 1024."""
+    import numpy as np
+    from ..weights import coordinates
+    x = coordinates(m)
+    base = np.floor(x)
+    return tuple(base + np.rint((x - base) * 1024) / 1024)
 
 
 def _axis(t: TfResize, n_in: int, n_out: int) -> AxisMap:
