@@ -1,9 +1,10 @@
-"""Rewrite com.microsoft ResizeGrad nodes into standard ai.onnx ops (Gather, Mul, ReduceSum, MatMul).
+"""Rewrite com.microsoft ResizeGrad nodes into standard ai.onnx ops.
 
-Each resized axis becomes one contraction with the shared gradient taps (dml_desc.weights):
-gather form (for each input index, the few output indices that touch it) in general, a
-small dense MatMul only where the axis is tiny. Cost is linear in the tensor size and the
-sums run in a fixed order, so results are deterministic.
+Each node becomes the fastest spelling that the shared gradient taps (dml_desc.weights) prove
+equal to it (onnx_ops.forms, onnx_ops.bridge): a depthwise Conv or ConvTranspose for integer
+factors, one onnxruntime Resize where the gradient is another Resize, otherwise per-axis
+Gather + Mul + ReduceSum (a tiny dense MatMul only for axes of at most 16 columns). Cost is
+linear in the tensor size and the sums run in a fixed order, so results are deterministic.
 """
 from __future__ import annotations
 
