@@ -1,7 +1,7 @@
 """DirectML descriptors <-> JSON objects keyed by directml.h's own field names."""
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from enum import Enum
 
 from .errors import DescError, require
@@ -47,13 +47,16 @@ def _value_to_json(value):
 def from_json(obj: dict):
     require(isinstance(obj, dict), "descriptor", obj, "must be a JSON object")
     op = obj.get("Operator")
-    require(op in DESCS, "Operator", op, f"must be one of {sorted(DESCS)}")
+    require(isinstance(op, str) and op in DESCS, "Operator", op, f"must be one of {sorted(DESCS)}")
     cls = DESCS[op]
     return cls(**_kwargs(cls, obj, op))
 
 
 def _kwargs(cls, obj: dict, where: str) -> dict:
     names = {_pascal(f.name): f for f in fields(cls) if f.name != "name"}
+    required = [key for key, f in names.items() if f.default is MISSING and f.default_factory is MISSING]
+    missing = [key for key in required if key not in obj]
+    require(not missing, f"{where}.{missing[0] if missing else ''}", None, "is required")
     unknown = sorted(set(obj) - set(names) - {"Operator", "Type"})
     require(not unknown, f"{where}.{unknown[0] if unknown else ''}", obj.get(unknown[0]) if unknown else None,
             f"unknown field; {where} has {sorted(names)}")
@@ -62,7 +65,8 @@ def _kwargs(cls, obj: dict, where: str) -> dict:
         if key in ("Operator", "Type"):
             continue
         f = names[key]
-        if isinstance(value, dict) and "Sizes" in value:
+        if f.name.endswith("_tensor") and value is not None:
+            require(isinstance(value, dict), f"{where}.{key}", value, "must be a tensor description object")
             value = DML_BUFFER_TENSOR_DESC(name=key, **_kwargs(DML_BUFFER_TENSOR_DESC, value, key))
         kwargs[f.name] = value
     return kwargs

@@ -77,6 +77,11 @@ def _tensor(value, name) -> DML_BUFFER_TENSOR_DESC:
         value.name = name
         return value
     require(isinstance(value, dict), name, value, "must be a DML_BUFFER_TENSOR_DESC or a dict")
+    known = set(DML_BUFFER_TENSOR_DESC.__dataclass_fields__) - {"name"}
+    unknown = sorted(set(value) - known)
+    require(not unknown, f"{name}.{unknown[0] if unknown else ''}", None, f"unknown field; a tensor has {sorted(known)}")
+    for needed in ("data_type", "sizes"):
+        require(needed in value, f"{name}.{needed}", None, "is required")
     return DML_BUFFER_TENSOR_DESC(name=name, **value)
 
 

@@ -43,6 +43,8 @@ class DML_BUFFER_TENSOR_DESC:
                 f"more than 2^40 elements ({math.prod(self.sizes)})")
         if self.dimension_count is None:
             self.dimension_count = len(self.sizes)
+        require(isinstance(self.dimension_count, int) and not isinstance(self.dimension_count, bool),
+                f"{n}.DimensionCount", self.dimension_count, "must be an integer")
         require(self.dimension_count == len(self.sizes), f"{n}.DimensionCount", self.dimension_count,
                 f"must equal len(Sizes)={len(self.sizes)}")
         require(self.data_type in ELEMENT_BYTES, f"{n}.DataType", self.data_type.name,
@@ -51,6 +53,9 @@ class DML_BUFFER_TENSOR_DESC:
         needed = calc_buffer_tensor_size(self.data_type, self.sizes, self.strides)
         if self.total_tensor_size_in_bytes is None:
             self.total_tensor_size_in_bytes = needed
+        require(isinstance(self.total_tensor_size_in_bytes, int) and not isinstance(
+            self.total_tensor_size_in_bytes, bool), f"{n}.TotalTensorSizeInBytes", self.total_tensor_size_in_bytes,
+            "must be an integer")
         require(self.total_tensor_size_in_bytes >= needed, f"{n}.TotalTensorSizeInBytes",
                 self.total_tensor_size_in_bytes, f"smaller than the {needed} bytes the sizes and strides address")
         a = self.guaranteed_base_offset_alignment

@@ -108,4 +108,8 @@ def dataclass_from_json(cls, obj, label: str):
     extra = sorted(set(obj) - set(known))
     require(not extra, extra[0] if extra else "", obj.get(extra[0]) if extra else None,
             f"unknown key; the {label} form has {known}")
+    from dataclasses import MISSING
+    for name, f in cls.__dataclass_fields__.items():
+        require(name in obj or f.default is not MISSING or f.default_factory is not MISSING, name, None,
+                f"is required in the {label} form")
     return cls(**obj)

@@ -13,7 +13,7 @@ from typing import Tuple
 
 from ..convolution import DML_CONVOLUTION_OPERATOR_DESC, conv_out_size, deconv_out_size
 from ..enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE
-from ..errors import require
+from ..errors import one_of, require
 from ..tensor import DML_BUFFER_TENSOR_DESC
 from .common import refuse
 from .onednn import attrs_of, find_op, shape_of
@@ -90,10 +90,8 @@ def to_spec(doc: dict) -> tuple:
     a = attrs_of(op)
     dd = shape_of(op.get("inputs"), 0, "inputs")
     w = shape_of(op.get("inputs"), 1, "inputs")
-    fmt = a.get("data_format", "NXC")
-    require(fmt in DATA_FORMATS, "data_format", fmt, f"must be one of {list(DATA_FORMATS)}")
-    wfmt_in = a.get("weights_format", "XOI")
-    require(wfmt_in in WEIGHTS_FORMATS, "weights_format", wfmt_in, f"must be one of {list(WEIGHTS_FORMATS)}")
+    fmt = one_of(a.get("data_format", "NXC"), DATA_FORMATS, "data_format")
+    wfmt_in = one_of(a.get("weights_format", "XOI"), list(WEIGHTS_FORMATS), "weights_format")
     wfmt = WEIGHTS_FORMATS[wfmt_in]
     notes = () if wfmt == wfmt_in else (f"weights_format {wfmt_in} read as {wfmt} (oneDNN's ConvTranspose "
                                         "schema accepts XOI/IOX; the seed table's OIX/XIO name the same layouts)",)
@@ -133,6 +131,8 @@ def _check_output(op: dict, spec: ConvSpec, fmt: str, check_padding: bool) -> No
                 f"the transposed convolution of diff_src would have {fwd} on spatial axis {i}, "
                 f"diff_dst has {spec.dst_spatial[i]}")
     outs = op.get("outputs") or []
+    require(isinstance(outs, list) and all(isinstance(o, dict) for o in outs), "outputs", outs,
+            "must be a list of logical tensor objects")
     if outs and outs[0].get("shape") not in (None, [], -1):
         want = list(spec.diff_src_shape) if fmt == "NCX" else \
             [spec.batch, *spec.src_spatial, spec.src_channels]

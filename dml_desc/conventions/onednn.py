@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..canonical import Mode, Resampling, Rounding, ratio
-from ..errors import require
+from ..errors import int_list, one_of, require
 from .common import align_corners_axis, first_exact, half_pixel_axis, place, refuse, spatial_axes
 
 MODES = {"nearest": Mode.NEAREST, "linear": Mode.LINEAR, "bilinear": Mode.LINEAR, "trilinear": Mode.LINEAR}
@@ -28,7 +28,8 @@ def find_op(doc: dict, kinds=KINDS) -> dict:
     require(isinstance(ops, list) and len(ops) == 1, "graph", len(ops) if isinstance(ops, list) else ops,
             "must hold exactly one op")
     op = ops[0]
-    require(op.get("kind") in kinds, "kind", op.get("kind"), f"must be one of {list(kinds)}")
+    require(isinstance(op, dict), "graph[0]", op, "must be an op object")
+    one_of(op.get("kind"), kinds, "kind")
     return op
 
 
@@ -43,11 +44,10 @@ def attrs_of(op: dict) -> dict:
 
 
 def shape_of(tensors: list, index: int, field: str) -> list:
-    require(isinstance(tensors, list) and len(tensors) > index, field, tensors, f"needs an entry {index}")
+    require(isinstance(tensors, list) and len(tensors) > index and isinstance(tensors[index], dict), field, tensors,
+            f"needs a logical tensor object at index {index}")
     shape = tensors[index].get("shape")
-    require(isinstance(shape, list) and all(isinstance(d, int) and d >= 1 for d in shape), f"{field}[{index}].shape",
-            shape, "must be a list of positive integers")
-    return shape
+    return int_list(shape, f"{field}[{index}].shape")
 
 
 def to_canonical(doc: dict) -> Resampling:
@@ -56,12 +56,9 @@ def to_canonical(doc: dict) -> Resampling:
     src = shape_of(op.get("inputs"), 0, "inputs")
     dst = shape_of(op.get("inputs"), 1, "inputs") if op["kind"] == "InterpolateBackward" \
         else shape_of(op.get("outputs"), 0, "outputs")
-    mode = a.get("mode")
-    require(mode in MODES, "mode", mode, f"must be one of {list(MODES)} (required)")
-    ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    require(ctm in CTMS, "coordinate_transformation_mode", ctm, f"must be one of {list(CTMS)}")
-    fmt = a.get("data_format", "NXC")
-    require(fmt in FORMATS, "data_format", fmt, f"must be one of {list(FORMATS)}")
+    mode = one_of(a.get("mode"), list(MODES), "mode")
+    ctm = one_of(a.get("coordinate_transformation_mode", "half_pixel"), CTMS, "coordinate_transformation_mode")
+    fmt = one_of(a.get("data_format", "NXC"), FORMATS, "data_format")
     require(3 <= len(src) <= 5, "inputs[0].shape", src, "oneDNN interpolation takes 1 to 3 spatial axes")
     require(len(dst) == len(src), "inputs[1].shape" if op["kind"] == "InterpolateBackward" else "outputs[0].shape",
             dst, f"must have the rank of src ({len(src)})")
@@ -88,14 +85,11 @@ def _spatial_out(a: dict, ins: list) -> list:
     require(has_sizes != has_scales, "sizes/scales", {"sizes": a.get("sizes"), "scales": a.get("scales")},
             "exactly one of sizes and scales must be given")
     if has_sizes:
-        sizes = a["sizes"]
-        require(len(sizes) == len(ins) and all(isinstance(s, int) and s >= 1 for s in sizes), "sizes", sizes,
-                f"must be {len(ins)} positive integers (spatial axes only)")
-        return list(sizes)
+        return int_list(a["sizes"], "sizes", length=len(ins))
     scales = a["scales"]
-    require(len(scales) == len(ins) and all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0
-                                            for s in scales), "scales", scales,
-            f"must be {len(ins)} positive numbers (spatial axes only)")
+    require(isinstance(scales, list) and len(scales) == len(ins) and all(
+        isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and s > 0 for s in scales),
+        "scales", scales, f"must be {len(ins)} positive numbers (spatial axes only)")
     return [int(np.float32(s) * np.float32(n)) for s, n in zip(scales, ins)]
 
 

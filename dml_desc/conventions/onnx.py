@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding, fraction, ratio
-from ..errors import require
+from ..errors import one_of, require
 from .common import dataclass_from_json, first_exact, refuse
 
 CTM_BY_OPSET = {
@@ -83,18 +83,16 @@ def _validate(node: OnnxResize) -> tuple:
     for name in node.attributes:
         require(name in ATTRS_BY_OPSET[opset], name, node.attributes[name],
                 f"is not a Resize-{opset} attribute (it has {sorted(ATTRS_BY_OPSET[opset])})")
-    mode = node.attr("mode", "nearest")
-    require(mode in MODES and (opset > 10 or mode != "cubic"), "mode", mode,
-            f"must be one of {list(MODES) if opset > 10 else ['nearest', 'linear']}")
+    mode = one_of(node.attr("mode", "nearest"), list(MODES) if opset > 10 else ["nearest", "linear"], "mode")
     ctm = node.attr("coordinate_transformation_mode", "half_pixel" if opset > 10 else "asymmetric")
     require(ctm in CTM_BY_OPSET[opset], "coordinate_transformation_mode", ctm,
             f"Resize-{opset} allows {list(CTM_BY_OPSET[opset])}")
-    nearest = node.attr("nearest_mode", "round_prefer_floor")
-    require(nearest in NEAREST_MODES, "nearest_mode", nearest, f"must be one of {list(NEAREST_MODES)}")
+    nearest = one_of(node.attr("nearest_mode", "round_prefer_floor"), list(NEAREST_MODES), "nearest_mode")
     policy = node.attr("keep_aspect_ratio_policy", "stretch")
     require(policy in POLICIES, "keep_aspect_ratio_policy", policy, f"must be one of {list(POLICIES)}")
     for name in ("antialias", "exclude_outside"):
-        require(node.attr(name, 0) in (0, 1), name, node.attr(name), "must be 0 or 1")
+        require(isinstance(node.attr(name, 0), int) and node.attr(name, 0) in (0, 1), name, node.attr(name),
+                "must be 0 or 1")
     for name in ("cubic_coeff_a", "extrapolation_value"):
         v = node.attr(name, 0.0)
         require(isinstance(v, (int, float)) and math.isfinite(v), name, v, "must be a finite number")
@@ -119,6 +117,9 @@ def _f32(v) -> float:
 
 def _sizes_and_scales(node: OnnxResize, axes, policy):
     """Per resized axis: (output size, float32 scale the coordinate uses)."""
+    for name in ("scales", "sizes", "roi"):
+        value = getattr(node, name)
+        require(value is None or isinstance(value, (list, tuple)), name, value, "must be a list")
     has_scales = node.scales is not None and len(node.scales) > 0
     has_sizes = node.sizes is not None and len(node.sizes) > 0
     require(has_scales != has_sizes, "scales/sizes", {"scales": node.scales, "sizes": node.sizes},
@@ -127,7 +128,8 @@ def _sizes_and_scales(node: OnnxResize, axes, policy):
     if has_scales:
         require(len(node.scales) == len(axes), "scales", list(node.scales),
                 f"must have {len(axes)} entries (one per resized axis)")
-        require(all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0 for s in node.scales),
+        require(all(isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and s > 0
+                    for s in node.scales),
                 "scales", list(node.scales), "every scale must be a finite number > 0")
         require(policy == "stretch" or schema_opset(node.opset) < 18, "keep_aspect_ratio_policy", policy,
                 "applies only with the sizes input")
@@ -148,8 +150,9 @@ def _sizes_and_scales(node: OnnxResize, axes, policy):
 
 def _roi(node: OnnxResize, axes):
     rank = len(axes)
-    require(node.roi is not None and len(node.roi) == 2 * rank, "roi", node.roi,
-            f"tf_crop_and_resize needs roi with 2*{rank} entries [starts..., ends...]")
+    require(node.roi is not None and len(node.roi) == 2 * rank and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in node.roi),
+        "roi", node.roi, f"tf_crop_and_resize needs roi with 2*{rank} finite numbers [starts..., ends...]")
     return [(_f32(node.roi[i]), _f32(node.roi[rank + i])) for i in range(rank)]
 
 

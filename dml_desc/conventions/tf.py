@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding
-from ..errors import require
+from ..errors import flag, int_list, one_of, require
 from .common import align_corners_axis, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
 
 METHODS = {"bilinear": Mode.LINEAR, "nearest": Mode.NEAREST, "bicubic": Mode.CUBIC}
@@ -28,12 +28,12 @@ class TfResize:
 
 
 def to_canonical(t: TfResize) -> Resampling:
-    require(t.method in METHODS, "method", t.method, f"must be one of {list(METHODS)}")
-    shape = list(t.input_shape)
-    require(len(shape) == 4 and all(isinstance(d, int) and d >= 1 for d in shape), "input_shape", shape,
-            "TF image resize takes NHWC tensors of positive sizes")
-    require(len(t.size) == 2 and all(isinstance(s, int) and s >= 1 for s in t.size), "size", t.size,
-            "must be [height, width] of positive integers")
+    one_of(t.method, METHODS, "method")
+    shape = int_list(t.input_shape, "input_shape")
+    require(len(shape) == 4, "input_shape", shape, "TF image resize takes NHWC tensors of positive sizes")
+    int_list(t.size, "size", length=2)
+    flag(t.align_corners, "align_corners")
+    flag(t.half_pixel_centers, "half_pixel_centers")
     require(not (t.align_corners and t.half_pixel_centers), "half_pixel_centers", True,
             "TF requires align_corners=False when half_pixel_centers=True")
     maps = [_axis(t, n_in, n_out) for n_in, n_out in zip(shape[1:3], t.size)]

@@ -8,7 +8,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding
-from ..errors import require
+from ..errors import flag, int_list, one_of, require
 from .common import align_corners_axis, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
 
 SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
@@ -38,12 +38,15 @@ class TorchInterpolate:
 
 
 def _validate(t: TorchInterpolate):
-    require(t.mode in MODES, "mode", t.mode, f"must be one of {list(MODES)} ('area' is adaptive pooling)")
-    shape = list(t.input_shape)
-    require(3 <= len(shape) <= 5 and all(isinstance(d, int) and d >= 1 for d in shape), "input_shape", shape,
-            "F.interpolate takes 3- to 5-D inputs of positive sizes")
+    one_of(t.mode, MODES, "mode")
+    shape = int_list(t.input_shape, "input_shape")
+    require(3 <= len(shape) <= 5, "input_shape", shape, "F.interpolate takes 3- to 5-D inputs of positive sizes")
     n = len(shape) - 2
     require(SPATIAL.get(t.mode, n) == n, "mode", t.mode, f"needs {SPATIAL.get(t.mode)} spatial axes, input has {n}")
+    for name in ("align_corners", "recompute_scale_factor"):
+        if getattr(t, name) is not None:
+            flag(getattr(t, name), name)
+    flag(t.antialias, "antialias")
     require(t.align_corners is None or t.mode in INTERPOLATING, "align_corners", t.align_corners,
             "can only be set with the interpolating modes (linear, bilinear, bicubic, trilinear)")
     require(not t.antialias or t.mode in ("bilinear", "bicubic"), "antialias", t.antialias,
@@ -56,8 +59,8 @@ def _validate(t: TorchInterpolate):
 def _per_axis(value, n, field, kind):
     values = list(value) if isinstance(value, (list, tuple)) else [value] * n
     require(len(values) == n, field, value, f"must have {n} entries (one per spatial axis)")
-    require(all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 for v in values), field, value,
-            "every entry must be positive")
+    require(all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 and math.isfinite(v) for v in values),
+            field, value, "every entry must be a positive number")
     return values
 
 
