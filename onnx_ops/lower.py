@@ -54,6 +54,7 @@ def lower(model: onnx.ModelProto, providers=("CPUExecutionProvider",)) -> tuple[
     if not any(o.domain in ("", "ai.onnx") for o in out.opset_import):
         out.opset_import.append(helper.make_opsetid("", 19))     # the standard ops need an ai.onnx import
     info = _GraphInfo(out)
+    taken = _names(out.graph)
     nodes, report = [], []
     for k, node in enumerate(out.graph.node):
         if not is_resize_grad(node):
@@ -64,13 +65,28 @@ def lower(model: onnx.ModelProto, providers=("CPUExecutionProvider",)) -> tuple[
             nodes.append(node)
             report.append(Rewrite(node.name, res.mode.value, res.resized_axes, (), kept_native=True))
             continue
-        new, inits, forms = _emit(node, res, elem, f"{node.name or 'ResizeGrad'}_{k}", info.opset)
+        new, inits, forms = _emit(node, res, elem, _fresh(f"{node.name or 'ResizeGrad'}_{k}", taken), info.opset)
         nodes.extend(new)
         out.graph.initializer.extend(inits)
         report.append(Rewrite(node.name, res.mode.value, res.resized_axes, forms))
     del out.graph.node[:]
     out.graph.node.extend(nodes)
     return out, report
+
+
+def _names(graph) -> set:
+    names = {t.name for t in graph.initializer} | {v.name for v in list(graph.input) + list(graph.output)}
+    return names | {o for n in graph.node for o in n.output} | {i for n in graph.node for i in n.input}
+
+
+def _fresh(prefix: str, taken: set) -> str:
+    """A prefix no existing name starts with, so generated tensor names cannot collide."""
+    candidate, k = prefix, 0
+    while any(name.startswith(candidate + "_") for name in taken):
+        k += 1
+        candidate = f"{prefix}_{k}"
+    taken.add(candidate + "_")
+    return candidate
 
 
 def _refuse_nested(graph) -> None:

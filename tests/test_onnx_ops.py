@@ -251,3 +251,29 @@ def test_resize_grad_in_a_subgraph_is_refused_by_name():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
     with pytest.raises(DescError, match="branch.*subgraph"):
         lower(m)
+
+
+@pytest.mark.parametrize("mode,scale", [("nearest", 2.0), ("linear", 2.0), ("linear", 0.5), ("nearest", 1.5)])
+def test_fast_forms_are_bitwise_deterministic_across_threads(mode, scale):
+    r = OnnxResize([4, 16, 24, 24], {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
+    res = to_canonical(r)
+    model = build_resize_grad(r, lowered=True)
+    dy = np.random.default_rng(9).standard_normal(res.out_shape).astype(np.float32)
+    feeds = {"dY": dy, "X": np.zeros(res.in_shape, np.float32)}
+    outs = [run_model(model, feeds, threads=t)[0].tobytes() for t in (1, 2, 1, 2)]
+    assert len(set(outs)) == 1
+
+
+def test_lowering_names_never_collide_with_the_users():
+    generated = [o for n in lower(_user_model())[0].graph.node for o in n.output if o not in ("dY", "dX", "out")]
+    assert generated
+    m = _user_model()                                   # the user already has a tensor of that exact name
+    m.graph.node.append(helper.make_node("Identity", ["a"], [generated[0]], name="user_node"))
+    m.graph.output.append(helper.make_tensor_value_info(generated[0], 1, [1, 2, 4, 6]))
+    lowered, _ = lower(m)
+    produced = [o for n in lowered.graph.node for o in n.output]
+    assert len(produced) == len(set(produced))
+    onnx.checker.check_model(lowered)
+    a = np.random.default_rng(0).standard_normal((1, 2, 4, 6)).astype(np.float32)
+    outs = run_model(lowered, {"a": a, "X": np.zeros((1, 2, 2, 2), np.float32)})
+    np.testing.assert_array_equal(outs[1], a)
