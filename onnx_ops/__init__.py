@@ -1,15 +1,15 @@
 """ONNX models with com.microsoft ResizeGrad nodes, and their lowering to standard ai.onnx ops.
 
-Exports load on first use, so `dml-desc convert` never imports onnxruntime.
+`run_model` loads onnxruntime on first use, so building, lowering and `dml-desc convert` do not.
 """
-from importlib import import_module
+from .build import IR_VERSION, OPSET, build_resize, build_resize_grad
+from .lower import lower, lower_file
 
-_EXPORTS = {"build_resize": "build", "build_resize_grad": "build", "OPSET": "build", "IR_VERSION": "build",
-            "lower": "lower", "lower_file": "lower", "run_model": "run"}
-__all__ = sorted(_EXPORTS)
+__all__ = ["build_resize", "build_resize_grad", "lower", "lower_file", "run_model", "OPSET", "IR_VERSION"]
 
 
 def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'onnx_ops' has no attribute {name!r}")
-    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    if name == "run_model":
+        from .run import run_model
+        return run_model
+    raise AttributeError(f"module 'onnx_ops' has no attribute {name!r}")
