@@ -50,6 +50,27 @@ def test_cpu_train_step_matches_torch_autograd(tmp_path, attrs, tmode, tkw):
     assert abs(float(loss) - tloss.item()) < 1e-5
     np.testing.assert_allclose(grad, tw.grad.numpy(), rtol=1e-4, atol=1e-6)
 
+    fd = finite_differences(os.path.join(tmp_path, "eval_model.onnx"), x, target, w)
+    idx = list(fd)
+    np.testing.assert_allclose([fd[i] for i in idx], [grad[i] for i in idx], rtol=1e-3, atol=1e-5)
+
     optimizer.step()
     module.lazy_reset_grad()
     assert float(module(x, target)) < float(loss)
+
+
+def finite_differences(eval_path, x, target, w, h=0.25, count=8):
+    """Central differences of the eval model's loss on a few weights (plain onnxruntime, no torch). The loss is
+    quadratic in W (conv, then a linear resize, then MSE), so central differences are exact up to rounding."""
+    import onnxruntime as ort
+    sess = ort.InferenceSession(eval_path, providers=["CPUExecutionProvider"])
+    loss = lambda weights: float(sess.run(None, {"x": x, "target": target, "W": weights})[0])
+    rng = np.random.default_rng(1)
+    out = {}
+    for flat in rng.choice(w.size, count, replace=False):
+        i = np.unravel_index(flat, w.shape)
+        up, down = w.copy(), w.copy()
+        up[i] += h
+        down[i] -= h
+        out[i] = (loss(up) - loss(down)) / (2 * h)
+    return out
