@@ -131,13 +131,26 @@ def _filtered(ax: AxisMap, x: np.ndarray, res: Resampling) -> tuple[np.ndarray, 
     return idx, w
 
 
+def _key(ax: AxisMap, res: Resampling) -> tuple:
+    return ax, res.mode, res.cubic_coeff_a, res.exclude_outside, res.antialias
+
+
 def forward_taps(ax: AxisMap, res: Resampling) -> Taps:
-    """The Resize table of one axis: rows are output indices."""
-    return _forward_taps_cached(ax, res.mode, res.cubic_coeff_a, res.exclude_outside, res.antialias)
+    """The Resize table of one axis: rows are output indices. Cached and read-only."""
+    return _forward_taps_cached(*_key(ax, res))
+
+
+def _read_only(taps: Taps) -> Taps:
+    taps.index.flags.writeable = taps.weight.flags.writeable = False
+    return taps
 
 
 @lru_cache(maxsize=512)
 def _forward_taps_cached(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
+    return _read_only(_build_forward_taps(ax, mode, a, exclude, antialias))
+
+
+def _build_forward_taps(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
     res = Resampling((ax,), mode, a, exclude, antialias)
     if ax.is_identity:
         return Taps(np.arange(ax.in_size)[:, None], np.ones((ax.in_size, 1)), ax.in_size)
@@ -149,8 +162,13 @@ def _forward_taps_cached(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
 
 
 def gradient_taps(ax: AxisMap, res: Resampling) -> Taps:
-    """The ResizeGrad table of one axis: rows are input indices."""
-    return forward_taps(ax, res).transpose()
+    """The ResizeGrad table of one axis: rows are input indices. Cached and read-only, like forward_taps."""
+    return _gradient_taps_cached(*_key(ax, res))
+
+
+@lru_cache(maxsize=512)
+def _gradient_taps_cached(*key) -> Taps:
+    return _read_only(_forward_taps_cached(*key).transpose())
 
 
 def same_weights(a: Resampling, b: Resampling) -> bool:

@@ -192,14 +192,14 @@ def _emit(node, res, elem: int, prefix: str, opset: int = 19):
 
 def _contract(em: Emitter, cur: str, res):
     f32 = em.acc is np.float32             # onnxruntime's CPU Conv, ConvTranspose and Resize are float32 here
-    parts = deconv_form(res) if f32 and block_factors(res) else None
+    blocks = block_factors(res)
+    parts = deconv_form(res) if f32 and blocks else None
     single = combined(res, parts) if parts else None
     if single:         # measured faster than Reshape + ReduceSum on onnxruntime CPU (README, benchmark)
         return emit_combined(em, cur, *single), ("deconv(ones)",) * len(parts)
     spread = spread_form(res) if f32 else None
     if spread:         # integer downsampling: measured faster than a nearest Resize (README)
         return emit_spread(em, cur, res, *spread), ("conv_transpose",) * len(res.resized_axes)
-    blocks = block_factors(res)
     if blocks:
         return emit_block(em, cur, res, blocks), ("block-sum",) * len(blocks)
     found = find_resize(res, em.opset) if f32 else None
