@@ -33,7 +33,7 @@ def int_list(value, field: str, minimum: int = 1, length=None) -> list:
     """A list of integers >= minimum (optionally of a given length)."""
     require(isinstance(value, (list, tuple)), field, value, "must be a list of integers")
     if length is not None:
-        require(len(value) == length, field, value, f"must have {length} entries")
+        require(len(value) == length, field, value, f"must be a list of {length} integers")
     require(all(isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in value), field, value,
             f"every entry must be an integer >= {minimum}")
     return list(value)

@@ -13,10 +13,10 @@ from typing import Tuple
 
 from ..convolution import DML_CONVOLUTION_OPERATOR_DESC, conv_out_size, deconv_out_size
 from ..enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE
-from ..errors import one_of, require
+from ..errors import int_list, one_of, require
 from ..tensor import DML_BUFFER_TENSOR_DESC
 from .common import refuse
-from .onednn import attrs_of, find_op, shape_of
+from .onednn import attrs_of, find_op, graph_document, logical_tensor, shape_of
 
 AUTO_PADS = {"none": "None", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
 WEIGHTS_FORMATS = {"IOX": "IOX", "XOI": "XOI", "OIX": "IOX", "XIO": "XOI"}   # the seed's table names alias
@@ -64,15 +64,10 @@ class ConvSpec:
         return (self.src_channels, self.dst_channels // self.groups) + self.kernel
 
 
-def _ints(a: dict, name: str, n: int, minimum: int, required=True, default=None):
-    if name not in a:
-        require(not required, name, None, "is required")
-        return tuple(default)
-    v = a[name]
-    require(isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
-            name, v, f"must be a list of {n} integers (one per spatial axis)")
-    require(all(x >= minimum for x in v), name, v, f"every entry must be >= {minimum}")
-    return tuple(v)
+def _ints(a: dict, name: str, n: int, minimum: int, required=True, default=None) -> tuple:
+    """One per-spatial-axis integer attribute; `default` when it is optional and absent."""
+    require(name in a or not required, name, None, "is required")
+    return tuple(int_list(a[name], name, minimum, length=n)) if name in a else tuple(default)
 
 
 def auto_pads(mode: str, n_in: int, k: int, s: int, d: int) -> Tuple[int, int]:
@@ -158,22 +153,15 @@ def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "I
     w = list(spec.weights_shape)
     if weights_format == "XOI":
         w = w[2:] + [w[1], w[0]]
-    tensors = [_logical(0, to_layout(spec.diff_dst_shape, data_format), dtype), _logical(1, w, dtype)]
-    out = _logical(2, to_layout(spec.diff_src_shape, data_format), dtype)
-    op = {"id": 0, "name": "DECONV_0", "kind": "ConvTransposeBackwardData", "attrs": attrs,
-          "inputs": tensors, "outputs": [out]}
-    return {"version": "3.0.0", "engine_kind": "cpu", "fpmath_mode": "strict", "graph": [op]}
+    tensors = [logical_tensor(0, to_layout(spec.diff_dst_shape, data_format), dtype), logical_tensor(1, w, dtype)]
+    out = logical_tensor(2, to_layout(spec.diff_src_shape, data_format), dtype)
+    return graph_document({"id": 0, "name": "DECONV_0", "kind": "ConvTransposeBackwardData", "attrs": attrs,
+                           "inputs": tensors, "outputs": [out]})
 
 
 def to_layout(ncx, data_format: str) -> list:
     ncx = list(ncx)
     return ncx if data_format == "NCX" else [ncx[0]] + ncx[2:] + [ncx[1]]
-
-
-def _logical(tid: int, shape: list, dtype: str) -> dict:
-    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
-    return {"id": tid, "dtype": dtype, "shape": list(shape), "stride": strides, "layout_type": "strided",
-            "property_type": "undef"}
 
 
 def to_dml(spec: ConvSpec, dtype: str = "f32") -> DML_CONVOLUTION_OPERATOR_DESC:

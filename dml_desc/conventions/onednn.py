@@ -117,13 +117,19 @@ def _document(res: Resampling, backward: bool, fmt: str, ctm: str, dtype: str, u
         attrs["scales"] = {"type": "f32[]", "value": [dst[i] / src[i] for i in spatial]}
     else:
         attrs["sizes"] = {"type": "s64[]", "value": [dst[i] for i in spatial]}
-    ins = [_tensor(0, src, dtype)] + ([_tensor(1, dst, dtype)] if backward else [])
-    outs = [_tensor(2 if backward else 1, src if backward else dst, dtype)]
+    ins = [logical_tensor(0, src, dtype)] + ([logical_tensor(1, dst, dtype)] if backward else [])
+    outs = [logical_tensor(2 if backward else 1, src if backward else dst, dtype)]
     op = {"id": 0, "name": "RESAMPLING_0", "kind": KINDS[backward], "attrs": attrs, "inputs": ins, "outputs": outs}
+    return graph_document(op)
+
+
+def graph_document(op: dict) -> dict:
+    """A oneDNN Graph JSON document holding one op."""
     return {"version": "3.0.0", "engine_kind": "cpu", "fpmath_mode": "strict", "graph": [op]}
 
 
-def _tensor(tid: int, shape: list, dtype: str) -> dict:
+def logical_tensor(tid: int, shape: list, dtype: str) -> dict:
+    """A dense (strided, row-major) logical tensor of oneDNN Graph's JSON form."""
     strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
     return {"id": tid, "dtype": dtype, "shape": list(shape), "stride": strides,
             "layout_type": "strided", "property_type": "undef"}
