@@ -14,6 +14,7 @@ from onnx_ops.run import run_model
 
 from .catalog import REFERENCE_DIR, Check, Skip
 from .conv_reference import conv_data_grad
+from .judges import representable
 from .reference import resize_grad
 
 # (name, spec, data_format, weights_format): groups, dilations, asymmetric pads, 1-3 spatial axes
@@ -77,18 +78,12 @@ def _checks_for(name: str, spec: ConvSpec, fmt: str, wfmt: str, seed: int) -> li
     for dt in ("f32", "f16", "bf16"):
         tol = TOL[dt] * scale * (np.prod(spec.kernel) * spec.dst_channels / spec.groups) ** 0.5
         out.append(Check(name, "onednn", "numpy-reference", dt,
-                         lambda d=dt, t=tol: (conv_data_grad(_cast(dd, d), _cast(w, d), spec), want, t)))
+                         lambda d=dt, t=tol: (conv_data_grad(representable(dd, d), representable(w, d), spec), want, t)))
         if dt != "bf16":
             out.append(Check(name, "onednn", "ort-cpu", dt,
-                             lambda d=dt, t=tol: (_ort(spec, fmt, wfmt, _cast(dd, d), _cast(w, d), d), want, t)))
+                             lambda d=dt, t=tol: (_ort(spec, fmt, wfmt, representable(dd, d), representable(w, d), d), want, t)))
     out.append(Check(name, "onednn", "torch-autograd", "f64", lambda: (_torch(spec, dd, w), want, 1e-9 * scale)))
     return out
-
-
-def _cast(a, dtype):
-    import ml_dtypes
-    dt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
-    return a.astype(dt).astype(np.float64)
 
 
 def deconv_checks() -> list:

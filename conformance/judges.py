@@ -4,6 +4,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 FLT_EPSILON = float(np.finfo(np.float32).eps)
 EPS = {"f32": FLT_EPSILON, "f16": float(np.finfo(np.float16).eps), "bf16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)}
 
@@ -42,8 +43,7 @@ def benchdnn(mode: str, dtype: str):
 
 
 def representable(values: np.ndarray, dtype: str) -> np.ndarray:
-    dt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
-    return np.asarray(values).astype(dt).astype(np.float64)
+    return np.asarray(values).astype(DTYPES[dtype]).astype(np.float64)
 
 
 def benchdnn_fill(shape, dtype: str, kind: int = 2) -> np.ndarray:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import math
 
-import ml_dtypes
 import numpy as np
 
 from dml_desc import AxisMap, conventions
@@ -13,11 +12,10 @@ from onnx_ops import build_resize, run_model
 from onnx_ops.build import build_lowered
 
 from .catalog import DOC_EXAMPLE, REFERENCE_DIR, Check, Record, Skip, parse_benchdnn
-from .judges import benchdnn, benchdnn_fill, within
+from .judges import DTYPES, benchdnn, benchdnn_fill, within
 from .onnx_cases import case_to_resize, onnx_resize_cases
 from .reference import resize, resize_grad
 
-DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 # Tolerance on the gradient for each dtype, relative to max |reference| (README states these).
 TOL = {"f64": 1e-12, "f32": 1e-5, "f16": 4e-3, "bf16": 3e-2}
 
