@@ -14,7 +14,7 @@ from onnx_ops.run import run_model
 
 from .catalog import REFERENCE_DIR, Check, Skip
 from .conv_reference import conv_data_grad
-from .judges import representable
+from .judges import DTYPES, representable
 from .reference import resize_grad
 
 # (name, spec, data_format, weights_format): groups, dilations, asymmetric pads, 1-3 spatial axes
@@ -37,7 +37,7 @@ def _inputs(spec: ConvSpec, seed: int):
 
 
 def _ort(spec, fmt, wfmt, dd, w, dtype):
-    dt = {"f32": np.float32, "f16": np.float16}[dtype]
+    dt = DTYPES[dtype]
     model = build_conv_data_grad(spec, fmt, wfmt, dt)
     wl = w if wfmt == "IOX" else np.transpose(w, list(range(2, w.ndim)) + [1, 0])
     ddl = dd if fmt == "NCX" else np.moveaxis(dd, 1, -1)
