@@ -31,24 +31,42 @@ class AxisDeconv:
 
     def conv_spec(self, res: Resampling) -> ConvSpec:
         """The depthwise ConvTransposeBackwardData (groups = channels) of this axis on an NCX tensor."""
-        shape = list(res.out_shape)
-        for a in res.resized_axes:
-            if a < self.axis:
-                shape[a] = res.in_shape[a]
-        n = len(shape) - 2
-        k = [1] * n
-        s, pb, pe = [1] * n, [0] * n, [0] * n
-        i = self.axis - 2
-        k[i], s[i], pb[i], pe[i] = len(self.kernel), self.factor, self.pad_begin, self.pad_end
-        c = shape[1]
-        return ConvSpec(shape[0], c, c, tuple(shape[2:]), tuple(k), tuple(s), (1,) * n, tuple(pb), tuple(pe), c,
-                        (0,) * n)
+        return self.depthwise(res)[0]
 
     def weights(self, res: Resampling) -> np.ndarray:
-        spec = self.conv_spec(res)
-        shape = [1] * len(spec.kernel)
-        shape[self.axis - 2] = len(self.kernel)
-        return np.broadcast_to(self.kernel.reshape(shape), spec.weights_shape).copy()
+        return self.depthwise(res)[1]
+
+    def depthwise(self, res: Resampling) -> tuple:
+        shape = [res.in_shape[a] if a in res.resized_axes and a < self.axis else n
+                 for a, n in enumerate(res.out_shape)]      # earlier axes are already contracted
+        return _depthwise(shape, [self])
+
+
+def _spatial_only(res: Resampling) -> bool:
+    """3- to 5-D NCX maps that resize spatial axes only: the shapes depthwise Conv / ConvTranspose take."""
+    return 3 <= len(res.axes) <= 5 and bool(res.resized_axes) and min(res.resized_axes) >= 2
+
+
+def _outer(kernels: dict, rank: int) -> np.ndarray:
+    """The outer product over spatial axes 2..rank-1 of per-axis kernels (ones(1) where an axis has none)."""
+    kernel = np.ones(())
+    for a in range(2, rank):
+        kernel = np.multiply.outer(kernel, kernels.get(a, np.ones(1)))
+    return kernel
+
+
+def _depthwise(shape: list, parts: list) -> tuple:
+    """(ConvSpec, weights) of one depthwise correlation applying every part's kernel, stride and pads."""
+    n = len(shape) - 2
+    s, pb, pe = [1] * n, [0] * n, [0] * n
+    for p in parts:
+        i = p.axis - 2
+        s[i], pb[i], pe[i] = p.factor, p.pad_begin, p.pad_end
+    kernel = _outer({p.axis: p.kernel for p in parts}, len(shape))
+    c = shape[1]
+    spec = ConvSpec(shape[0], c, c, tuple(shape[2:]), kernel.shape, tuple(s), (1,) * n, tuple(pb), tuple(pe), c,
+                    (0,) * n)
+    return spec, np.broadcast_to(kernel, spec.weights_shape).copy()
 
 
 def axis_deconv(res: Resampling, axis: int) -> AxisDeconv | None:
@@ -102,7 +120,7 @@ def _strided(kernel: np.ndarray, f: int, pb: int, n: int, m: int) -> np.ndarray:
 
 def deconv_form(res: Resampling) -> list | None:
     """One AxisDeconv per resized axis, or None when some axis is not an integer-factor correlation."""
-    if not (3 <= len(res.axes) <= 5) or not res.resized_axes or min(res.resized_axes) < 2:
+    if not _spatial_only(res):
         return None
     parts = [axis_deconv(res, a) for a in res.resized_axes]
     return None if any(p is None for p in parts) else parts
@@ -110,24 +128,10 @@ def deconv_form(res: Resampling) -> list | None:
 
 def combined(res: Resampling, parts: list) -> tuple | None:
     """All axes uncorrected (nearest): one ConvTransposeBackwardData with the outer-product kernel."""
-    if any(p.row_ids for p in parts):
-        return None
-    n = len(res.axes) - 2
-    k, s, pb, pe = [1] * n, [1] * n, [0] * n, [0] * n
-    kernel = np.ones(())
-    for p in sorted(parts, key=lambda p: p.axis):
-        i = p.axis - 2
-        k[i], s[i], pb[i], pe[i] = len(p.kernel), p.factor, p.pad_begin, p.pad_end
-    for i in range(n):
-        part = next((p for p in parts if p.axis == i + 2), None)
-        kernel = np.multiply.outer(kernel, part.kernel if part else np.ones(1))
-    c = res.out_shape[1]
-    spec = ConvSpec(res.out_shape[0], c, c, tuple(res.out_shape[2:]), tuple(k), tuple(s), (1,) * n, tuple(pb),
-                    tuple(pe), c, (0,) * n)
-    return spec, np.broadcast_to(kernel, spec.weights_shape).copy()
+    return None if any(p.row_ids for p in parts) else _depthwise(list(res.out_shape), parts)
 
 
-def emit_combined(em: Emitter, src: str, spec: ConvSpec, weights: np.ndarray) -> str:
+def emit_conv(em: Emitter, src: str, spec: ConvSpec, weights: np.ndarray) -> str:
     return em.node("Conv", [src, em.const(weights, "deconv_weights")], "deconv", kernel_shape=list(spec.kernel),
                    strides=list(spec.strides), pads=list(spec.pads_begin) + list(spec.pads_end), group=spec.groups)
 
@@ -135,10 +139,7 @@ def emit_combined(em: Emitter, src: str, spec: ConvSpec, weights: np.ndarray) ->
 def emit_deconv(em: Emitter, src: str, res: Resampling, parts: list) -> str:
     cur = src
     for part in parts:
-        spec = part.conv_spec(res)
-        w = em.const(part.weights(res), "deconv_weights")
-        conv = em.node("Conv", [cur, w], "deconv", kernel_shape=list(spec.kernel), strides=list(spec.strides),
-                       pads=list(spec.pads_begin) + list(spec.pads_end), group=spec.groups)
+        conv = emit_conv(em, cur, *part.depthwise(res))
         cur = _corrected(em, cur, conv, part, len(res.axes)) if part.row_ids else conv
     return cur
 
@@ -191,25 +192,19 @@ def spread_kernel(res: Resampling, axis: int) -> np.ndarray | None:
     return kernel if np.allclose(full, np.tile(kernel, ax.out_size), rtol=2e-6, atol=1e-12) else None
 
 
-def spread_form(res: Resampling) -> tuple | None:
-    """(strides, outer-product kernel) of one depthwise ConvTranspose over every resized axis."""
-    if not (3 <= len(res.axes) <= 5) or not res.resized_axes or min(res.resized_axes) < 2:
+def spread_form(res: Resampling) -> np.ndarray | None:
+    """The outer-product kernel of one depthwise ConvTranspose over every resized axis (stride = its shape)."""
+    if not _spatial_only(res):
         return None
     kernels = {a: spread_kernel(res, a) for a in res.resized_axes}
-    if any(k is None for k in kernels.values()):
-        return None
-    kernel, strides = np.ones(()), []
-    for a in range(2, len(res.axes)):
-        k = kernels.get(a, np.ones(1))
-        kernel, strides = np.multiply.outer(kernel, k), strides + [len(k)]
-    return strides, kernel
+    return None if any(k is None for k in kernels.values()) else _outer(kernels, len(res.axes))
 
 
-def emit_spread(em: Emitter, src: str, res: Resampling, strides: list, kernel: np.ndarray) -> str:
+def emit_spread(em: Emitter, src: str, res: Resampling, kernel: np.ndarray) -> str:
     c = res.out_shape[1]
     weights = np.broadcast_to(kernel, (c, 1) + kernel.shape).copy()
     return em.node("ConvTranspose", [src, em.const(weights, "spread_weights")], "spread",
-                   kernel_shape=list(kernel.shape), strides=strides, group=c)
+                   kernel_shape=list(kernel.shape), strides=list(kernel.shape), group=c)
 
 
 def build_bridge_model(res: Resampling):

@@ -20,7 +20,7 @@ from dml_desc.errors import DescError, require
 from dml_desc.weights import gradient_taps
 
 from .build import save_atomic
-from .bridge import combined, deconv_form, emit_combined, emit_spread, spread_form
+from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
 from .forms import Emitter, block_factors, emit_axis, emit_block, emit_resize, find_resize
 
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
@@ -196,10 +196,10 @@ def _contract(em: Emitter, cur: str, res):
     parts = deconv_form(res) if f32 and blocks else None
     single = combined(res, parts) if parts else None
     if single:         # measured faster than Reshape + ReduceSum on onnxruntime CPU (README, benchmark)
-        return emit_combined(em, cur, *single), ("deconv(ones)",) * len(parts)
+        return emit_conv(em, cur, *single), ("deconv(ones)",) * len(parts)
     spread = spread_form(res) if f32 else None
-    if spread:         # integer downsampling: measured faster than a nearest Resize (README)
-        return emit_spread(em, cur, res, *spread), ("conv_transpose",) * len(res.resized_axes)
+    if spread is not None:   # integer downsampling: measured faster than a nearest Resize (README)
+        return emit_spread(em, cur, res, spread), ("conv_transpose",) * len(res.resized_axes)
     if blocks:
         return emit_block(em, cur, res, blocks), ("block-sum",) * len(blocks)
     found = find_resize(res, em.opset) if f32 else None
