@@ -209,13 +209,11 @@ def emit_spread(em: Emitter, src: str, res: Resampling, kernel: np.ndarray) -> s
 
 def build_bridge_model(res: Resampling):
     """dX = ResizeGrad(dY) spelled as per-axis ConvTransposeBackwardData (for tests and the benchmark)."""
-    from onnx import helper
+    from onnx import TensorProto
+    from .build import _model, grad_graph
     parts = deconv_form(res)
     if parts is None:
         return None
     em = Emitter("bridge", 19, np.float32)
-    out = emit_deconv(em, "dY", res, parts)
-    graph = helper.make_graph(em.nodes + [helper.make_node("Identity", [out], ["dX"])], "bridge",
-                              [helper.make_tensor_value_info("dY", 1, list(res.out_shape))],
-                              [helper.make_tensor_value_info("dX", 1, list(res.in_shape))], em.inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    em.rename(emit_deconv(em, "dY", res, parts), "dX")
+    return _model(grad_graph(em.nodes, "bridge", res, TensorProto.FLOAT, em.inits, with_x=False), False)

@@ -46,6 +46,15 @@ def _consts(r: onnx_conv.OnnxResize, dtype) -> tuple[list, list]:
     return inits, names
 
 
+def grad_graph(nodes, name: str, res: Resampling, elem: int, inits, with_x: bool = True):
+    """A gradient graph: inputs dY (forward output shape) and X (forward input shape), output dX."""
+    inputs = [helper.make_tensor_value_info("dY", elem, list(res.out_shape))]
+    if with_x:
+        inputs.append(helper.make_tensor_value_info("X", elem, list(res.in_shape)))
+    return helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("dX", elem, list(res.in_shape))],
+                             inits)
+
+
 def _model(graph, with_ms: bool) -> onnx.ModelProto:
     opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("com.microsoft", 1)] if with_ms else [])
     model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION, producer_name="dml-desc")
@@ -61,11 +70,7 @@ def build_resize_grad(spec, dtype=np.float32, lowered: bool = False) -> onnx.Mod
     attrs = {k: v for k, v in r.attributes.items()}
     node = helper.make_node("ResizeGrad", ["dY", "X", roi, scales], ["dX"], domain="com.microsoft",
                             name="ResizeGrad_0", **attrs)
-    graph = helper.make_graph([node], "resize_grad",
-                              [helper.make_tensor_value_info("dY", elem, list(res.out_shape)),
-                               helper.make_tensor_value_info("X", elem, list(res.in_shape))],
-                              [helper.make_tensor_value_info("dX", elem, list(res.in_shape))], inits)
-    model = _model(graph, True)
+    model = _model(grad_graph([node], "resize_grad", res, elem, inits), True)
     if lowered:
         from .lower import lower
         model, _ = lower(model)
@@ -110,11 +115,7 @@ def build_lowered(res: Resampling, dtype=np.float32) -> onnx.ModelProto:
     elem = _elem(dtype)
     node = helper.make_node("ResizeGrad", ["dY", "X"], ["dX"], domain="com.microsoft", name="grad")
     nodes, inits, _ = _emit(node, res, elem, "grad", OPSET)
-    graph = helper.make_graph(nodes, "resize_grad_lowered",
-                              [helper.make_tensor_value_info("dY", elem, list(res.out_shape)),
-                               helper.make_tensor_value_info("X", elem, list(res.in_shape))],
-                              [helper.make_tensor_value_info("dX", elem, list(res.in_shape))], inits)
-    model = _model(graph, False)
+    model = _model(grad_graph(nodes, "resize_grad_lowered", res, elem, inits), False)
     onnx.checker.check_model(model)
     return model
 

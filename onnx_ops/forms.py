@@ -44,6 +44,11 @@ class Emitter:
         self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
         return out
 
+    def rename(self, src: str, final: str) -> None:
+        """Make the node that produced `src` write `final` directly (no trailing copy)."""
+        last = next(n for n in reversed(self.nodes) if src in n.output)
+        last.output[list(last.output).index(src)] = final
+
     def reduce_sum(self, src: str, axes: list, keepdims: int = 0) -> str:
         if self.opset >= 13:
             return self.node("ReduceSum", [src, self.const(axes, "axes", np.int64)], "sum", keepdims=keepdims)

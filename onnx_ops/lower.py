@@ -185,8 +185,7 @@ def _emit(node, res, elem: int, prefix: str, opset: int = 19):
     if elem == TensorProto.FLOAT16:
         em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
     else:                     # the last node writes dX itself: no trailing copy
-        last = next(n for n in reversed(em.nodes) if cur in n.output)
-        last.output[list(last.output).index(cur)] = node.output[0]
+        em.rename(cur, node.output[0])
     return em.nodes, em.inits, forms
 
 
