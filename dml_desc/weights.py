@@ -46,6 +46,22 @@ class Taps:
         w = np.bincount(inv.ravel(), weights=self.weight.ravel()[keep], minlength=len(uniq))
         return uniq // self.cols, uniq % self.cols, w
 
+    def block_kernel(self) -> np.ndarray | None:
+        """K (p, q) when this table is I (x) K: block b of p rows reads only block b of q columns, and every
+        block has the same weights. One of p, q is 1 (integer factors); None when the table is not so."""
+        n, m = self.rows, self.cols
+        p, q = (1, m // n) if m % n == 0 else (n // m, 1) if n % m == 0 else (0, 0)
+        r, c, w = self.merged()
+        if not p or not np.array_equal(c // q, r // p):
+            return None
+        kernel = np.zeros((p, q))
+        head = r < p
+        kernel[r[head], c[head]] = w[head]
+        kr, kc = np.nonzero(kernel)
+        blocks = np.arange(n // p)[:, None]
+        tiled = ((blocks * p + kr).ravel(), (blocks * q + kc).ravel(), np.tile(kernel[kr, kc], n // p))
+        return kernel if all(np.array_equal(a, b) for a, b in zip((r, c, w), tiled)) else None
+
     def transpose(self) -> "Taps":
         r, c, w = self.merged()
         order = np.lexsort((r, c))

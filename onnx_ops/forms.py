@@ -1,5 +1,7 @@
 """ONNX spellings of one gradient contraction. Each form is proven against the shared taps.
 
+- kron:    every resized axis is I (x) K (integer factors, the same weights in every block): the last axis
+           as one MatMul with a small block-diagonal matrix, the others as ReduceSum (sums) or Gather (spreads)
 - block:   every resized axis sums blocks of F outputs (nearest, integer factor): Reshape + ReduceSum
 - resize:  the gradient taps equal (out/in) x the taps of another Resize (e.g. bilinear x2's gradient
            is 4 x an antialiased linear /2 Resize): one onnxruntime Resize node and a Mul
@@ -18,6 +20,7 @@ from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.weights import Taps, forward_taps, gradient_taps
 
 DENSE_MAX_COLS = 16
+CHUNK = 16           # columns per MatMul row in the kron form: measured fastest on onnxruntime CPU (README)
 
 
 @dataclass
@@ -60,6 +63,9 @@ class Emitter:
             return self.node("Pad", [src, self.const(pads, "pads", np.int64)], "padded")
         return self.node("Pad", [src], "padded", pads=pads)
 
+    def reshape(self, src: str, shape: list) -> str:
+        return self.node("Reshape", [src, self.const(shape, "shape", np.int64)], "view")
+
     def scale(self, src: str, factor: float) -> str:
         return src if factor == 1 else self.node("Mul", [src, self.const(factor, "factor")], "scaled")
 
@@ -68,6 +74,97 @@ def taps_close(a: Taps, b: Taps, factor: float = 1.0) -> bool:
     (ra, ca, wa), (rb, cb, wb) = a.merged(), b.merged()
     return (np.array_equal(ra, rb) and np.array_equal(ca, cb)
             and np.allclose(wa, factor * wb, rtol=2e-6, atol=1e-12))
+
+
+# ---- kron: one small MatMul on the last axis, ReduceSum / Gather on the others ----------------
+
+@dataclass(frozen=True)
+class KronForm:
+    kernels: dict        # axis -> K (p, q): block b of p dX entries reads block b of q dY entries
+    scale: float         # constant weights of the other axes, folded into the MatMul
+    chunk: int           # blocks of the last axis per MatMul row (0: the last axis is not resized)
+
+    def names(self, rank: int) -> tuple:
+        def name(a, k):
+            p, q = k.shape
+            if a == rank - 1:
+                return f"kron-matmul {self.chunk * q}->{self.chunk * p}"
+            return "kron-sum" if q > 1 else "kron-gather"
+        return tuple(name(a, k) for a, k in sorted(self.kernels.items()))
+
+
+def kron_form(res: Resampling) -> KronForm | None:
+    """The kron form, when every resized axis is I (x) K and the axes other than the last have one weight
+    per axis (spreads may also skip phases: weight 0)."""
+    last = len(res.axes) - 1
+    kernels = {a: gradient_taps(res.axes[a], res).block_kernel() for a in res.resized_axes}
+    if not kernels or any(k is None for k in kernels.values()):
+        return None
+    scale = 1.0
+    for a, k in kernels.items():
+        nonzero = k[k != 0]
+        if a == last:
+            continue
+        if not len(nonzero) or np.ptp(nonzero) or (k.shape[1] > 1 and len(nonzero) < k.size):
+            return None
+        scale *= float(nonzero[0])
+    chunk = 0
+    if last in kernels:
+        chunk = _chunk(res.axes[last].in_size // kernels[last].shape[0], max(kernels[last].shape))
+        if not chunk:
+            return None
+    return KronForm(kernels, scale, chunk)
+
+
+def _chunk(blocks: int, width: int) -> int:
+    """Blocks per MatMul row: the whole axis when it is short, else a divisor giving about CHUNK columns."""
+    if blocks * width <= CHUNK:
+        return blocks
+    b = max(d for d in range(1, max(1, CHUNK // width) + 1) if blocks % d == 0)
+    return b if b * width >= CHUNK // 2 else 0
+
+
+def emit_kron(em: Emitter, src: str, res: Resampling, form: KronForm) -> str:
+    last = len(res.axes) - 1
+    shape, cur, flat = list(res.out_shape), src, False
+    if last in form.kernels:
+        cur, flat = _kron_matmul(em, cur, res, form)
+        shape[last] = res.in_shape[last]
+    elif math.prod(res.in_shape) >= math.prod(res.out_shape):
+        cur = em.scale(cur, form.scale)
+    for a in sorted(a for a, k in form.kernels.items() if a != last and k.shape[1] > 1):
+        q = form.kernels[a].shape[1]
+        cur = em.reduce_sum(em.reshape(cur, shape[:a] + [shape[a] // q, q] + shape[a + 1:]), [a + 1])
+        shape[a] //= q
+        flat = False
+    if last not in form.kernels and math.prod(res.in_shape) < math.prod(res.out_shape):
+        cur = em.scale(cur, form.scale)
+    for a in sorted(a for a, k in form.kernels.items() if a != last and k.shape[1] == 1):
+        cur = _spread(em, em.reshape(cur, shape) if flat else cur, form.kernels[a][:, 0], a, shape)
+        shape[a] *= form.kernels[a].shape[0]
+        flat = False
+    return em.reshape(cur, list(res.in_shape)) if flat else cur
+
+
+def _kron_matmul(em: Emitter, src: str, res: Resampling, form: KronForm) -> tuple[str, bool]:
+    """The last axis: dY rows of `chunk` blocks times kron(I, K^T). Returns (tensor, flattened?)."""
+    kernel = form.kernels[len(res.axes) - 1]
+    matrix = np.kron(np.eye(form.chunk), kernel.T) * form.scale
+    whole = form.chunk * kernel.shape[1] == res.out_shape[-1]
+    rows = src if whole else em.reshape(src, [-1, matrix.shape[0]])
+    return em.node("MatMul", [rows, em.const(matrix, "kron")], "kron"), not whole
+
+
+def _spread(em: Emitter, src: str, weights: np.ndarray, axis: int, shape: list) -> str:
+    """Each entry along `axis` feeds p outputs; phases of weight 0 read an appended zero row."""
+    p = len(weights)
+    index = np.arange(shape[axis] * p) // p
+    if np.any(weights == 0):
+        pads = [0] * (2 * len(shape))
+        pads[len(shape) + axis] = 1
+        src = em.pad(src, pads)
+        index = np.where(np.tile(weights, shape[axis]) == 0, shape[axis], index)
+    return em.node("Gather", [src, em.const(index, "index", np.int64)], "spread", axis=axis)
 
 
 # ---- block: Reshape + ReduceSum -------------------------------------------------------------
@@ -97,7 +194,7 @@ def emit_block(em: Emitter, src: str, res: Resampling, blocks: dict) -> str:
             sum_axes.append(len(shape) - 1)
         else:
             shape.append(n)
-    split = em.node("Reshape", [src, em.const(shape, "shape", np.int64)], "blocks")
+    split = em.reshape(src, shape)
     return em.scale(em.reduce_sum(split, sum_axes), math.prod(w for _, w in blocks.values()))
 
 

@@ -21,7 +21,7 @@ from dml_desc.weights import gradient_taps
 
 from .build import save_atomic
 from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
-from .forms import Emitter, block_factors, emit_axis, emit_block, emit_resize, find_resize
+from .forms import Emitter, block_factors, emit_axis, emit_block, emit_kron, emit_resize, find_resize, kron_form
 
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
 
@@ -190,6 +190,9 @@ def _emit(node, res, elem: int, prefix: str, opset: int = 19):
 
 
 def _contract(em: Emitter, cur: str, res):
+    kron = kron_form(res)
+    if kron is not None:     # measured faster than the Conv / ConvTranspose forms (README, benchmark)
+        return emit_kron(em, cur, res, kron), kron.names(len(res.axes))
     f32 = em.acc is np.float32             # onnxruntime's CPU Conv, ConvTranspose and Resize are float32 here
     blocks = block_factors(res)
     parts = deconv_form(res) if f32 and blocks else None

@@ -163,21 +163,29 @@ def test_symbolic_dims_give_a_clear_error():
         lower(m)
 
 
-FORMS = [  # (mode, per-axis scale, rank, the form the lowering must pick)
-    ("nearest", 2.0, 4, "deconv(ones)"), ("nearest", 3.0, 5, "deconv(ones)"),
-    ("nearest", 0.5, 4, "conv_transpose"), ("linear", 0.5, 5, "conv_transpose"), ("cubic", 0.25, 4, "conv_transpose"),
-    ("linear", 2.0, 4, "Resize(linear, antialias)"), ("linear", 3.0, 5, "Resize(linear, antialias)"),
-    ("nearest", 1.5, 4, "gather-sum x2"), ("cubic", 2.0, 4, "gather-sum x8"),
+FORMS = [  # (mode, per-axis scale, shape, the forms the lowering must pick)
+    ("nearest", 2.0, [2, 3, 8, 12], {"kron-sum", "kron-matmul 12->6"}),
+    ("nearest", 3.0, [2, 3, 8, 12, 4], {"kron-sum", "kron-matmul 12->4"}),
+    ("nearest", 2.0, [2, 3, 8, 40], {"kron-sum", "kron-matmul 16->8"}),
+    ("nearest", 0.5, [2, 3, 8, 12], {"kron-gather", "kron-matmul 6->12"}),        # phases of weight 0
+    ("nearest", 1 / 3, [2, 3, 9, 6], {"kron-gather", "kron-matmul 2->6"}),
+    ("linear", 0.5, [2, 3, 8, 12, 4], {"kron-gather", "kron-matmul 2->4"}),
+    ("linear", 0.5, [1, 2, 6, 64], {"kron-gather", "kron-matmul 8->16"}),
+    ("cubic", 0.25, [2, 3, 12], {"kron-matmul 3->12"}),                           # any kernel on the last axis
+    ("nearest", 2.0, [2, 3, 8, 11], {"deconv(ones)"}),                            # 11 blocks: no good chunk
+    ("cubic", 0.25, [2, 3, 8, 12], {"conv_transpose"}),                            # uneven weights off the last axis
+    ("linear", 2.0, [2, 3, 8, 12], {"Resize(linear, antialias)"}),
+    ("linear", 3.0, [2, 3, 8, 12, 4], {"Resize(linear, antialias)"}),
+    ("nearest", 1.5, [2, 3, 8, 12], {"gather-sum x2"}), ("cubic", 2.0, [2, 3, 8, 12], {"gather-sum x8"}),
 ]
 
 
-@pytest.mark.parametrize("mode,scale,rank,form", FORMS)
-def test_each_fast_form_is_picked_and_exact(mode, scale, rank, form):
-    shape = [2, 3] + [8, 12, 4][:rank - 2]
-    r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [scale] * (rank - 2), op_type="ResizeGrad")
+@pytest.mark.parametrize("mode,scale,shape,forms", FORMS)
+def test_each_fast_form_is_picked_and_exact(mode, scale, shape, forms):
+    r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [scale] * (len(shape) - 2), op_type="ResizeGrad")
     res = to_canonical(r)
     lowered, report = lower(build_resize_grad(r))
-    assert set(report[0].forms) == {form}
+    assert set(report[0].forms) == forms
     dy = np.random.default_rng(11).standard_normal(res.out_shape).astype(np.float32)
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     want = resize_grad(dy.astype(np.float64), res)
@@ -277,3 +285,24 @@ def test_lowering_names_never_collide_with_the_users():
     a = np.random.default_rng(0).standard_normal((1, 2, 4, 6)).astype(np.float32)
     outs = run_model(lowered, {"a": a, "X": np.zeros((1, 2, 2, 2), np.float32)})
     np.testing.assert_array_equal(outs[1], a)
+
+
+@pytest.mark.parametrize("mode,scale", [("nearest", 2.0), ("linear", 0.5)])
+def test_kron_form_keeps_non_finite_values_non_finite_within_one_chunk(mode, scale):
+    """The kron MatMul multiplies by the zeros of its block-diagonal matrix, so an inf or NaN in dY turns
+    the other outputs of its chunk into NaN (0 * inf). Nothing non-finite ever becomes finite, and
+    nothing leaks past the chunk."""
+    r = OnnxResize([1, 2, 8, 40], {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
+    res = to_canonical(r)
+    lowered, report = lower(build_resize_grad(r))
+    chunk = int(report[0].forms[-1].split("->")[1])            # dX columns per MatMul row
+    dy = np.random.default_rng(5).standard_normal(res.out_shape).astype(np.float32)
+    dy[0, 0, 2, 3], dy[0, 1, 1, 13] = np.inf, np.nan
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+    want = resize_grad(dy.astype(np.float64), res)
+    bad_want, bad_dx = ~np.isfinite(want), ~np.isfinite(dx)
+    assert bad_want.any() and np.all(bad_dx[bad_want])
+    row_chunks = bad_want.reshape(*want.shape[:-1], -1, chunk).any(axis=-1, keepdims=True)
+    assert not np.any(bad_dx & ~np.broadcast_to(row_chunks, (*want.shape[:-1], want.shape[-1] // chunk, chunk))
+                      .reshape(want.shape))
+    np.testing.assert_allclose(dx[~bad_dx], want[~bad_dx], rtol=0, atol=1e-5)
