@@ -1,8 +1,9 @@
 """Rewrite com.microsoft ResizeGrad nodes into standard ai.onnx ops.
 
 Each node becomes the fastest spelling that the shared gradient taps (dml_desc.weights) prove
-equal to it (onnx_ops.forms, onnx_ops.bridge): a depthwise Conv or ConvTranspose for integer
-factors, one onnxruntime Resize where the gradient is another Resize, otherwise per-axis
+equal to it (onnx_ops.forms, onnx_ops.bridge): for integer factors the kron form (one small
+block-diagonal MatMul on the last axis, ReduceSum / Gather on the others) or else a depthwise Conv
+or ConvTranspose, one onnxruntime Resize where the gradient is another Resize, otherwise per-axis
 Gather + Mul + ReduceSum (a tiny dense MatMul only for axes of at most 16 columns). Cost is
 linear in the tensor size and the sums run in a fixed order, so results are deterministic.
 """

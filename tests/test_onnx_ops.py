@@ -336,3 +336,19 @@ def test_lowering_of_integer_factors_is_the_reference_gradient(r, seed):
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     want = resize_grad(dy.astype(np.float64), res)
     np.testing.assert_allclose(dx, want, rtol=0, atol=2e-6 * max(1.0, np.abs(want).max()), err_msg=str(report))
+
+
+@pytest.mark.parametrize("mode,scale,shape,form", [
+    ("nearest", 2.0, [1, 2, 8, 11], "deconv(ones)"), ("cubic", 0.25, [1, 2, 8, 12], "conv_transpose"),
+    ("nearest", 1.5, [1, 2, 8, 12], "gather-sum x2"), ("linear", 2.0, [1, 2, 8, 12], "Resize(linear, antialias)"),
+    ("cubic", 2.0, [1, 2, 8, 12], "gather-sum x8")])
+def test_other_forms_keep_the_references_non_finite_pattern(mode, scale, shape, form):
+    r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
+    res = to_canonical(r)
+    lowered, report = lower(build_resize_grad(r))
+    assert report[0].forms[0] == form
+    dy = np.ones(res.out_shape, np.float32)
+    dy[0, 0, 1, 1], dy[0, 1, 1, 1] = np.inf, np.nan
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+    want = resize_grad(dy.astype(np.float64), res)
+    np.testing.assert_array_equal(np.isfinite(dx), np.isfinite(want))
