@@ -95,19 +95,23 @@ class KronForm:
 
 def kron_form(res: Resampling) -> KronForm | None:
     """The kron form, when every resized axis is I (x) K and the axes other than the last have one weight
-    per axis (spreads may also skip phases: weight 0)."""
+    per axis (spreads may also skip phases: weight 0). 1x1 kernels only scale."""
     last = len(res.axes) - 1
     kernels = {a: gradient_taps(res.axes[a], res).block_kernel() for a in res.resized_axes}
-    if not kernels or any(k is None for k in kernels.values()):
+    if any(k is None for k in kernels.values()):
         return None
     scale = 1.0
-    for a, k in kernels.items():
-        nonzero = k[k != 0]
-        if a == last:
+    for a, k in list(kernels.items()):
+        if a == last and k.size > 1:
             continue
+        nonzero = k[k != 0]
         if not len(nonzero) or np.ptp(nonzero) or (k.shape[1] > 1 and len(nonzero) < k.size):
             return None
         scale *= float(nonzero[0])
+        if k.size == 1:
+            del kernels[a]
+    if not kernels:
+        return None
     chunk = 0
     if last in kernels:
         chunk = _chunk(res.axes[last].in_size // kernels[last].shape[0], max(kernels[last].shape))
@@ -127,22 +131,24 @@ def _chunk(blocks: int, width: int) -> int:
 def emit_kron(em: Emitter, src: str, res: Resampling, form: KronForm) -> str:
     last = len(res.axes) - 1
     shape, cur, flat = list(res.out_shape), src, False
+    late = last not in form.kernels and math.prod(res.in_shape) < math.prod(res.out_shape)   # scale the smaller side
     if last in form.kernels:
         cur, flat = _kron_matmul(em, cur, res, form)
         shape[last] = res.in_shape[last]
-    elif math.prod(res.in_shape) >= math.prod(res.out_shape):
+    elif not late:
         cur = em.scale(cur, form.scale)
-    for a in sorted(a for a, k in form.kernels.items() if a != last and k.shape[1] > 1):
-        q = form.kernels[a].shape[1]
-        cur = em.reduce_sum(em.reshape(cur, shape[:a] + [shape[a] // q, q] + shape[a + 1:]), [a + 1])
-        shape[a] //= q
+    for spread, a in sorted((k.shape[1] == 1, a) for a, k in form.kernels.items() if a != last):   # sums first
+        k = form.kernels[a]
+        if spread:
+            cur = _spread(em, em.reshape(cur, shape) if flat else cur, k[:, 0], a, shape)
+            shape[a] *= k.shape[0]
+        else:
+            q = k.shape[1]
+            cur = em.reduce_sum(em.reshape(cur, shape[:a] + [shape[a] // q, q] + shape[a + 1:]), [a + 1])
+            shape[a] //= q
         flat = False
-    if last not in form.kernels and math.prod(res.in_shape) < math.prod(res.out_shape):
+    if late:
         cur = em.scale(cur, form.scale)
-    for a in sorted(a for a, k in form.kernels.items() if a != last and k.shape[1] == 1):
-        cur = _spread(em, em.reshape(cur, shape) if flat else cur, form.kernels[a][:, 0], a, shape)
-        shape[a] *= form.kernels[a].shape[0]
-        flat = False
     return em.reshape(cur, list(res.in_shape)) if flat else cur
 
 

@@ -352,3 +352,18 @@ def test_other_forms_keep_the_references_non_finite_pattern(mode, scale, shape, 
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     want = resize_grad(dy.astype(np.float64), res)
     np.testing.assert_array_equal(np.isfinite(dx), np.isfinite(want))
+
+
+@pytest.mark.parametrize("mode,scales,forms,ops", [
+    ("nearest", [1, 1, 2, 1], ("kron-sum",), ["Reshape", "ReduceSum"]),
+    ("linear", [1, 1, 0.5, 1], ("kron-gather",), ["Mul", "Gather"]),          # the weight scales dY, the smaller side
+    ("linear", [1, 0.5, 1, 0.5], ("kron-gather", "kron-matmul 3->6"), ["MatMul", "Gather"]),
+    ("nearest", [1, 1, 2, 0.5], ("kron-sum", "kron-matmul 3->6"), ["MatMul", "Reshape", "ReduceSum"])])
+def test_kron_form_on_some_axes(mode, scales, forms, ops):
+    r = OnnxResize([2, 4, 8, 6], {"mode": mode}, scales=[float(s) for s in scales], op_type="ResizeGrad")
+    res = to_canonical(r)
+    lowered, report = lower(build_resize_grad(r))
+    assert report[0].forms == forms and [n.op_type for n in lowered.graph.node] == ops
+    dy = np.random.default_rng(3).standard_normal(res.out_shape).astype(np.float32)
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+    np.testing.assert_allclose(dx, resize_grad(dy.astype(np.float64), res), rtol=0, atol=1e-6)
