@@ -178,18 +178,8 @@ def _edge_blocks(rows: tuple, size: int) -> list:
 
 def spread_kernel(res: Resampling, axis: int) -> np.ndarray | None:
     """k (length F) when in = F * out and dX[i] = k[i % F] * dY[i // F] on this axis."""
-    ax = res.axes[axis]
-    if ax.in_size % ax.out_size:
-        return None
-    f = ax.in_size // ax.out_size
-    rows, cols, w = gradient_taps(ax, res).merged()
-    if len(np.unique(rows)) != len(rows) or np.any(cols != rows // f):
-        return None
-    kernel = np.zeros(f)
-    kernel[rows % f] = w
-    full = np.zeros(ax.in_size)
-    full[rows] = w
-    return kernel if np.allclose(full, np.tile(kernel, ax.out_size), rtol=2e-6, atol=1e-12) else None
+    k = gradient_taps(res.axes[axis], res).block_kernel()
+    return k[:, 0] if k is not None and k.shape[1] == 1 else None
 
 
 def spread_form(res: Resampling) -> np.ndarray | None:
