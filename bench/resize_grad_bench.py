@@ -1,37 +1,136 @@
-"""ResizeGrad speed: lowered graph on onnxruntime CPU vs torch's native backward vs the NumPy reference.
+"""ResizeGrad speed on the shapes real models use: the lowered graph on onnxruntime CPU vs torch vs NumPy.
 
-Run: python bench/resize_grad_bench.py [--quick] [--threads N] [--rounds R] [--no-numpy]
-Prints one row per case, side by side in one run: the lowered graph (and the form the lowering
-picked), the ConvTransposeBackwardData bridge where the case has one, torch's backward
-(F.interpolate under autograd, NCHW) and the NumPy reference; then lowered / torch.
+Run: python bench/resize_grad_bench.py [--quick] [--threads N] [--rounds R] [--no-numpy] [--no-memory] [-k TEXT]
+Prints one row per case of the matrix (issue 11), side by side in one run:
+  lowered   the lowered ResizeGrad on onnxruntime CPU, and the form the lowering picked
+  torch     torch's backward (F.interpolate under autograd, NCX, float32 even for the float16 case)
+  numpy     the NumPy reference (conformance.reference.resize_grad)
+  limit     one read of dY plus one write of dX at torch's copy bandwidth, measured in the same run
+  mem       peak extra memory of the ORT session's first run: in a fresh child process, the rise of the
+            peak resident set (VmHWM, reset before the run) over the resident set before the run. It
+            counts dX and every intermediate the run allocates, not the inputs or the constants.
+Optional peers (PEERS) add a column each where they are installed, e.g. the dynamic-shape path or oneDNN.
 The peers run interleaved, round after round, so a slow spell of a shared machine hits them all;
 each time is the best over all rounds.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import multiprocessing
 import os
 import platform
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
+import onnx
 
 from conformance.reference import resize_grad
 from dml_desc.conventions import onnx as onnx_conv
 from onnx_ops import build_resize_grad, lower
-from onnx_ops.bridge import build_bridge_model
 from onnx_ops.run import session
 
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    torch_mode: str                  # F.interpolate mode
+    shape: tuple                     # X
+    scales: tuple = ()               # per spatial axis, or
+    sizes: tuple = ()                # per spatial axis
+    align_corners: bool = False
+    opset: int = 19
+    dtype: str = "float32"
+    attrs: dict = field(default_factory=dict, hash=False)
+
+    def onnx_spec(self) -> onnx_conv.OnnxResize:
+        mode = {"nearest": "nearest", "bicubic": "cubic"}.get(self.torch_mode, "linear")
+        attrs = {"mode": mode}
+        if mode == "nearest":       # torch's legacy nearest: floor(o * in / out)
+            attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+        elif self.align_corners:
+            attrs["coordinate_transformation_mode"] = "align_corners"
+        if mode == "cubic":
+            attrs["cubic_coeff_a"] = -0.75
+        ones = [1.0, 1.0]
+        if self.scales:
+            return onnx_conv.OnnxResize(list(self.shape), attrs, scales=ones + list(self.scales),
+                                        opset=self.opset, op_type="ResizeGrad")
+        return onnx_conv.OnnxResize(list(self.shape), attrs, sizes=list(self.shape[:2]) + list(self.sizes),
+                                    opset=self.opset, op_type="ResizeGrad")
+
+
+X4, X5 = (8, 32, 128, 128), (2, 16, 32, 64, 64)
 CASES = [
-    ("bilinear 2x", "linear", (8, 32, 128, 128), 2.0),
-    ("bilinear 0.5x", "linear", (8, 32, 128, 128), 0.5),
-    ("nearest 2x", "nearest", (8, 32, 128, 128), 2.0),
-    ("trilinear 2x", "linear", (2, 16, 32, 64, 64), 2.0),
-    ("bilinear 2x 128^2", "linear", (1, 8, 128, 128), 2.0),
-    ("bilinear 2x 1024^2", "linear", (1, 8, 1024, 1024), 2.0),
+    Case("bilinear 2x, opset 19", "bilinear", X4, scales=(2.0, 2.0)),
+    Case("bilinear 2x, opset 17", "bilinear", X4, scales=(2.0, 2.0), opset=17),
+    Case("bilinear scales 1.7", "bilinear", X4, scales=(1.7, 1.7)),
+    Case("bilinear 128->217", "bilinear", X4, sizes=(217, 217)),
+    Case("bilinear 128->47", "bilinear", X4, sizes=(47, 47)),
+    Case("align_corners 65->513", "bilinear", (2, 21, 65, 65), sizes=(513, 513), align_corners=True),
+    Case("align_corners 128->256", "bilinear", X4, sizes=(256, 256), align_corners=True),
+    Case("nearest 2x", "nearest", X4, scales=(2.0, 2.0)),
+    Case("nearest 128->192", "nearest", X4, sizes=(192, 192)),
+    Case("bicubic 2x", "bicubic", X4, scales=(2.0, 2.0)),
+    Case("trilinear 2x", "trilinear", X5, scales=(2.0, 2.0, 2.0)),
+    Case("bilinear 2x, float16", "bilinear", X4, scales=(2.0, 2.0), dtype="float16"),
 ]
-TORCH_MODE = {("linear", 4): "bilinear", ("linear", 5): "trilinear", ("nearest", 4): "nearest",
-              ("nearest", 5): "nearest"}
+QUICK = [
+    Case("bilinear 2x 1x8x32^2", "bilinear", (1, 8, 32, 32), scales=(2.0, 2.0)),
+    Case("bilinear 32->47 f16", "bilinear", (1, 8, 32, 32), sizes=(47, 47), dtype="float16", opset=17),
+]
+
+# Optional peers: name -> factory(case, lowered_model, feeds, threads) returning a zero-argument callable
+# (one gradient) or None where the peer does not apply or is not installed. Other modules add theirs here.
+PEERS: dict = {}
+
+
+def _dynamic_peer(case: Case, lowered, feeds, threads):
+    """The same gradient lowered with the spatial dims symbolic: the in-graph taps (onnx_ops.dynamic)."""
+    model = build_resize_grad(case.onnx_spec(), np.dtype(case.dtype))
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = case.opset
+    for v in list(model.graph.input) + list(model.graph.output):
+        for k, d in enumerate(v.type.tensor_type.shape.dim[2:]):
+            d.dim_param = f"{v.name}_{k}"
+    dynamic, report = lower(model)
+    return _ort_call(dynamic, feeds, threads) if report[0].dynamic else None
+
+
+PEERS["dynamic"] = _dynamic_peer      # issue 9: target dynamic <= 2x lowered (static)
+ONEDNN_KERNELS: dict = {}             # (case, layout) -> the kernel oneDNN picked
+
+
+def _onednn_peer(layout: str):
+    """oneDNN 3.2's resampling backward primitive (the onednn extra) on NCHW or NHWC data; no column entry
+    where the library is absent, the dtype is not float32, or oneDNN cannot express the case exactly."""
+    def factory(case: Case, lowered, feeds, threads):
+        from dml_desc.conventions import onednn as onednn_conv
+        from dml_desc.errors import DescError
+        from dml_desc.runtimes import onednn as runtime
+        if runtime.missing_reason() or case.dtype != "float32":
+            return None
+        res, dy = onnx_conv.to_canonical(case.onnx_spec()), feeds["dY"]
+        if layout == "NHWC":
+            perm = (0,) + tuple(range(2, dy.ndim)) + (1,)
+            res, dy = res.with_(axes=tuple(res.axes[i] for i in perm)), np.transpose(dy, perm)
+        try:
+            doc, _ = onednn_conv.from_canonical(res, data_format="NCX" if layout == "NCHW" else "NXC")
+            run, result = runtime.in_process(runtime.interpolate_job(doc["graph"][0], dy, "primitive"), threads)
+        except DescError:
+            return None
+        ONEDNN_KERNELS[(case.name, layout)] = result["kernel"]
+        return run
+    return factory
+
+
+PEERS["onednn NCHW"] = _onednn_peer("NCHW")     # issue 14: oneDNN's generic kernel (simple:any)
+PEERS["onednn NHWC"] = _onednn_peer("NHWC")     # issue 14: oneDNN's jit:avx512_core kernel
+
+
+CLOCK = time.perf_counter     # --cpu-time: time.thread_time (one thread: the work runs in the calling thread)
 
 
 def best_times(fns: dict, rounds: int, per_round: int = 3) -> dict:
@@ -42,40 +141,62 @@ def best_times(fns: dict, rounds: int, per_round: int = 3) -> dict:
     for _ in range(rounds):
         for k, fn in fns.items():
             for _ in range(per_round):
-                t = time.perf_counter()
+                t = CLOCK()
                 fn()
-                best[k] = min(best[k], time.perf_counter() - t)
+                best[k] = min(best[k], CLOCK() - t)
     return best
 
 
-def spec(mode, shape, factor):
-    scales = [1.0, 1.0] + [factor] * (len(shape) - 2)
-    return onnx_conv.OnnxResize(list(shape), {"mode": mode}, scales=scales, op_type="ResizeGrad")
-
-
-def bench_case(name, mode, shape, factor, threads, rounds, with_numpy):
-    r = spec(mode, shape, factor)
+def build(case: Case):
+    """(canonical map, ResizeGrad model at the case's opset, lowered model, lowering report)."""
+    r = case.onnx_spec()
     res = onnx_conv.to_canonical(r)
-    dy = np.random.default_rng(0).standard_normal(res.out_shape).astype(np.float32)
-    x = np.zeros(shape, np.float32)
-    lowered, report = lower(build_resize_grad(r))
-    peers = {"ort": _ort_call(lowered, {"dY": dy, "X": x}, threads)}
-    bridge = build_bridge_model(res)
-    if bridge is not None:
-        peers["bridge"] = _ort_call(bridge, {"dY": dy}, threads)
-    torch_call = _torch_call(mode, shape, factor, dy, threads)
+    model = build_resize_grad(r, np.dtype(case.dtype))
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = case.opset
+    lowered, report = lower(model)
+    return res, model, lowered, report
+
+
+def copy_bandwidth(threads: int, mb: int = 64) -> float:
+    """torch's copy bandwidth in bytes/s (bytes read + bytes written), best of interleaved runs."""
+    import torch
+    torch.set_num_threads(threads)
+    src = torch.ones(mb * 2 ** 18)
+    dst = torch.empty_like(src)
+    t = best_times({"copy": lambda: dst.copy_(src)}, 5, 5)["copy"]
+    return 2 * src.numel() * 4 / t
+
+
+def bench_case(case: Case, threads: int, rounds: int, with_numpy: bool, with_memory: bool, bandwidth):
+    res, _, lowered, report = build(case)
+    dt = np.dtype(case.dtype)
+    dy = np.random.default_rng(0).standard_normal(res.out_shape).astype(dt)
+    feeds = {"dY": dy, "X": np.zeros(res.in_shape, dt)}
+    peers = {"lowered": _ort_call(lowered, feeds, threads)}
+    torch_call = _torch_call(case, dy, threads)
     if torch_call is not None:
         peers["torch"] = torch_call
+    for name, factory in PEERS.items():
+        fn = factory(case, lowered, feeds, threads)
+        if fn is not None:
+            peers[name] = fn
     times = best_times(peers, rounds)
     if with_numpy:
-        times.update(best_times({"numpy": lambda: resize_grad(dy, res)}, 1, max(1, rounds // 3)))
-    nan = float("nan")
-    return {"case": name, "elements": int(np.prod(res.out_shape)), "form": _form(report[0]),
-            **{k: times.get(k, nan) for k in ("ort", "bridge", "torch", "numpy")}}
+        times.update(best_times({"numpy": lambda: resize_grad(dy.astype(np.float32), res)}, 1, 1))
+    for k in ("torch", "numpy"):
+        times.setdefault(k, float("nan"))
+    nbytes = (dy.size + math.prod(res.in_shape)) * dt.itemsize
+    row = {"case": case.name, "elements": dy.size, "form": _form(report[0]), **times,
+           "limit": nbytes / bandwidth if bandwidth else float("nan"),
+           "memory": peak_extra_memory(lowered, feeds, threads) if with_memory else float("nan")}
+    row["ops"] = sorted({n.op_type for n in lowered.graph.node})
+    return row
 
 
 def _form(rewrite) -> str:
-    return ", ".join(sorted(set(rewrite.forms)))
+    return ", ".join(dict.fromkeys(rewrite.forms))
 
 
 def _ort_call(model, feeds, threads):
@@ -83,49 +204,126 @@ def _ort_call(model, feeds, threads):
     return lambda: sess.run(None, feeds)
 
 
-def _torch_call(mode, shape, factor, dy, threads):
+def _torch_call(case: Case, dy, threads):
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(threads)
-    x = torch.zeros(shape, requires_grad=True)
-    kw = {"align_corners": False} if mode == "linear" else {}
-    y = torch.nn.functional.interpolate(x, scale_factor=factor, mode=TORCH_MODE[(mode, len(shape))], **kw)
-    g = torch.from_numpy(dy)
+    x = torch.zeros(case.shape, requires_grad=True)
+    kw = {"align_corners": case.align_corners} if case.torch_mode != "nearest" else {}
+    if case.scales:
+        kw["scale_factor"] = case.scales
+    else:
+        kw["size"] = case.sizes
+    y = torch.nn.functional.interpolate(x, mode=case.torch_mode, **kw)
+    g = torch.from_numpy(dy.astype(np.float32))
     return lambda: torch.autograd.grad(y, x, g, retain_graph=True)
 
 
-def _torch_version():
+def _memory_child(model_bytes, feeds, threads, queue):
+    sess = session(model_bytes, threads=threads)
+    status = "/proc/self/status"
+
+    def kib(key):
+        with open(status) as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(key))
+    with open("/proc/self/clear_refs", "w") as f:     # reset VmHWM to the current resident set
+        f.write("5")
+    before = kib("VmRSS:")
+    sess.run(None, feeds)
+    queue.put((kib("VmHWM:") - before) * 1024)
+
+
+def peak_extra_memory(model, feeds, threads) -> float:
+    """Bytes: peak resident set during the first run minus the resident set before it (fresh child)."""
+    if not os.path.exists("/proc/self/clear_refs"):
+        return float("nan")
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    p = ctx.Process(target=_memory_child, args=(model.SerializeToString(), feeds, threads, queue))
+    p.start()
+    try:
+        return float(queue.get(timeout=300))
+    except Exception:
+        return float("nan")
+    finally:
+        p.join()
+
+
+def _versions() -> str:
+    import onnxruntime
     try:
         import torch
-        return torch.__version__
+        tv = torch.__version__
     except ImportError:
-        return "not installed"
+        tv = "not installed"
+    return f"onnxruntime {onnxruntime.__version__}, onnx {onnx.__version__}, torch {tv}"
+
+
+COLUMNS = ["case", "form", "lowered", "torch", "numpy", "limit", "lowered/torch", "lowered/limit", "mem"]
+
+
+def format_row(r: dict, extra: list) -> list:
+    ms = lambda v: "–" if v is None or math.isnan(v) else f"{v * 1e3:.3g} ms"   # noqa: E731
+    ratio = lambda a, b: ("–" if not r.get(b) or math.isnan(r.get(a, math.nan) / r[b])   # noqa: E731
+                          else f"{r[a] / r[b]:.2f}")
+    mem = "–" if math.isnan(r["memory"]) else f"{r['memory'] / 2 ** 20:.0f} MiB"
+    cells = [r["case"], r["form"], ms(r["lowered"]), ms(r.get("torch")), ms(r.get("numpy")), ms(r["limit"]),
+             ratio("lowered", "torch"), ratio("lowered", "limit"), mem]
+    return cells + [ms(r.get(k)) for k in extra]
+
+
+def summary(rows: list) -> str:
+    vs_torch = [r["lowered"] / r["torch"] for r in rows if r.get("torch")]
+    vs_limit = [r["lowered"] / r["limit"] for r in rows if r["limit"] == r["limit"]]
+    parts = []
+    if vs_torch:
+        parts.append(f"geometric mean lowered/torch {math.exp(np.mean(np.log(vs_torch))):.2f}, "
+                     f"worst {max(vs_torch):.2f}")
+    if vs_limit:
+        parts.append(f"best lowered/limit {min(vs_limit):.1f}")
+    vs_static = [r["dynamic"] / r["lowered"] for r in rows if r.get("dynamic")]
+    if vs_static:
+        parts.append(f"dynamic/lowered geometric mean {math.exp(np.mean(np.log(vs_static))):.2f}, "
+                     f"worst {max(vs_static):.2f}")
+    return "; ".join(parts)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--rounds", type=int, default=8, help="interleaved rounds of 3 runs per peer")
-    p.add_argument("--quick", action="store_true", help="small cases only")
+    p.add_argument("--quick", action="store_true", help="two small cases (smoke test)")
     p.add_argument("--no-numpy", action="store_true")
+    p.add_argument("--no-memory", action="store_true", help="skip the child-process memory measurement")
+    p.add_argument("-k", default="", help="only cases whose name contains this text")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="one thread, CPU time of the calling thread: a proxy for comparing forms on a loaded machine")
     args = p.parse_args(argv)
-    import onnxruntime
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, threads={args.threads}, "
-          f"onnxruntime {onnxruntime.__version__}, torch {_torch_version()}")
+    global CLOCK
+    CLOCK = time.thread_time if args.cpu_time else time.perf_counter
+    if args.cpu_time:
+        args.threads = 1
+    print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, "
+          f"threads={args.threads}; {_versions()}; clock: {'thread CPU time' if args.cpu_time else 'wall'}")
+    try:
+        bandwidth = copy_bandwidth(args.threads)
+        print(f"torch copy bandwidth: {bandwidth / 1e9:.1f} GB/s (read + write)")
+    except ImportError:
+        bandwidth = None
+    extra = list(PEERS)
+    print("| " + " | ".join(COLUMNS + extra) + " |")
+    print("|" + "---|" * (len(COLUMNS) + len(extra)))
     rows = []
-    for case in CASES:
-        if args.quick and np.prod(case[2]) > 2e6:
+    for case in QUICK if args.quick else CASES:
+        if args.k not in case.name:
             continue
-        rows.append(bench_case(*case, args.threads, args.rounds, not args.no_numpy))
-        r = rows[-1]
-        print(f"{r['case']:20s} lowered {r['ort']*1e3:7.2f} ms  bridge {r['bridge']*1e3:7.2f} ms  "
-              f"torch {r['torch']*1e3:7.2f} ms  numpy {r['numpy']*1e3:8.2f} ms  "
-              f"lowered/torch {r['ort']/r['torch']:5.2f}  [{r['form']}]", flush=True)
-    per = {r["case"]: r["ort"] / r["elements"] for r in rows}
-    if "bilinear 2x 1024^2" in per and "bilinear 2x 128^2" in per:
-        print(f"per-element time 1024^2 / 128^2 (lowered): {per['bilinear 2x 1024^2'] / per['bilinear 2x 128^2']:.2f}")
+        rows.append(bench_case(case, args.threads, args.rounds, not args.no_numpy, not args.no_memory, bandwidth))
+        print("| " + " | ".join(format_row(rows[-1], extra)) + " |", flush=True)
+    print(summary(rows))
+    if ONEDNN_KERNELS:
+        print("oneDNN kernels: " + "; ".join(f"{c} {lay}: {k}" for (c, lay), k in ONEDNN_KERNELS.items()))
     return rows
 
 

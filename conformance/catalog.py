@@ -18,6 +18,9 @@ REFERENCE_DIR = Path(__file__).resolve().parent / "data"
 
 @dataclass
 class Check:
+    """One check of the suite: a case, the convention it is described in, the backend that computes it and
+    the dtype; `run()` returns (got, want, judge or tolerance) or raises Skip.
+    """
     case: str
     convention: str
     backend: str
@@ -27,11 +30,15 @@ class Check:
 
 
 class Skip(Exception):
+    """Raised by a check that cannot run here; the message is the reason recorded."""
     pass
 
 
 @dataclass
 class Record:
+    """The result of one check: status 'pass' | 'fail' | 'skip', the max abs error, max_rel_err (the abs error
+    over max(1, max |reference|), or benchdnn's element-wise relative error; None where meaningless), reason.
+    """
     case: str
     convention: str
     backend: str

@@ -87,6 +87,9 @@ def _checks_for(name: str, spec: ConvSpec, fmt: str, wfmt: str, seed: int) -> li
 
 
 def deconv_checks() -> list:
+    """ConvTransposeBackwardData checks: groups, dilations, pads, auto_pad, layouts and the oneDNN Graph JSON
+    files, each against the NumPy reference, ORT CPU and torch autograd.
+    """
     checks = []
     for i, (name, spec, fmt, wfmt) in enumerate(CASES):
         doc = deconv.to_onednn(spec, fmt, wfmt)
@@ -96,7 +99,7 @@ def deconv_checks() -> list:
         doc = deconv.to_onednn(CASES[0][1], "NCX", "IOX")
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
-        doc["graph"][0]["attrs"].pop("output_padding")        # depends on the pads auto_pad replaces
+        doc["graph"][0]["attrs"].pop("output_padding", None)  # depends on the pads auto_pad replaces
         spec, fmt, wfmt, _, _ = deconv.to_spec(doc)
         checks += _checks_for(f"deconv:auto_pad_{mode}", spec, fmt, wfmt, 7)
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("deconv*.json")):
@@ -110,6 +113,7 @@ BRIDGE_CASES = [("nearest", 2, [2, 3, 8, 6]), ("nearest", 3, [1, 2, 4, 5, 3]), (
 
 
 def bridge_checks() -> list:
+    """Checks that the ConvTransposeBackwardData bridge gives ResizeGrad's result on ORT CPU."""
     checks = []
     for mode, f, shape in BRIDGE_CASES:
         r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [float(f)] * (len(shape) - 2))

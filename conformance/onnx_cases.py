@@ -10,6 +10,7 @@ from onnx import NodeProto, helper
 
 @dataclass
 class OnnxCase:
+    """One of onnx's Resize backend test cases: the node, its inputs X/roi/scales/sizes and onnx's expected Y."""
     name: str              # the export function, e.g. export_resize_upsample_scales_linear
     node: NodeProto
     x: np.ndarray
@@ -20,6 +21,7 @@ class OnnxCase:
 
     @property
     def attributes(self) -> dict:
+        """The node's attributes as a plain dict (strings decoded)."""
         out = {}
         for a in self.node.attribute:
             v = helper.get_attribute_value(a)
@@ -29,6 +31,7 @@ class OnnxCase:
 
 @lru_cache(maxsize=1)
 def onnx_resize_cases() -> tuple:
+    """Every Resize backend case shipped with the installed onnx (39 in onnx 1.16), by export function."""
     from onnx.backend.test.case.node import resize as module
     captured, cases = [], []
     original = module.expect
@@ -48,5 +51,6 @@ def onnx_resize_cases() -> tuple:
 
 
 def case_to_resize(case: OnnxCase, opset: int = 19):
+    """The case as an OnnxResize description (at `opset`)."""
     from dml_desc.conventions.onnx import OnnxResize
     return OnnxResize(list(case.x.shape), case.attributes, case.roi, case.scales, case.sizes, opset=opset)

@@ -28,12 +28,12 @@ def _run(data, res: Resampling, table, expected_shape, fill):
     return acc.astype(data.dtype)
 
 
-def resize(x, res: Resampling) -> np.ndarray:
+def resize(x: np.ndarray, res: Resampling) -> np.ndarray:
     """Forward resample (Resize, DML_RESAMPLE*, Interpolate)."""
     return _run(x, res, forward_taps, res.in_shape, _extrapolated_fill(res))
 
 
-def resize_grad(dy, res: Resampling) -> np.ndarray:
+def resize_grad(dy: np.ndarray, res: Resampling) -> np.ndarray:
     """Gradient (ResizeGrad, DML_RESAMPLE_GRAD*, InterpolateBackward): the exact transpose of `resize`."""
     return _run(dy, res, gradient_taps, res.out_shape, None)
 

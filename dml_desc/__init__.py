@@ -1,4 +1,16 @@
-"""dml-desc: resampling and transposed-convolution gradients across DirectML, oneDNN, ONNX, PyTorch and TensorFlow."""
+"""dml-desc: resampling and transposed-convolution gradients across DirectML, oneDNN, ONNX, PyTorch and TensorFlow.
+
+Start here: dml_desc.conventions.load(fmt, obj) reads a description ('dml', 'onednn', 'onnx', 'torch', 'tf'),
+conventions.dump(fmt, res) writes one (exact, or ConversionError). conformance.reference.resize_grad(dy, res)
+is the NumPy gradient; onnx_ops.build_resize_grad(res) builds the ONNX model and onnx_ops.lower(model) rewrites
+ResizeGrad into standard ops. Shell: `dml-desc convert | build | lower | conformance | example --help`.
+Conventions: shapes in the description's own layout (NCHW; NHWC for TF), scale = out/in, offsets in pixels.
+
+The canonical form (Resampling) holds one AxisMap per axis: output index o reads input coordinate
+x = (o - out_offset) / scale - in_offset. forward_taps / gradient_taps give its sparse matrices (Taps).
+The DML_* classes are directml.h's descriptors field for field (dml_desc.dmljson reads and writes their JSON).
+Errors: DescError (bad input, naming the field, the value and the rule) and its subclass ConversionError.
+"""
 from .canonical import AxisMap, Mode, Resampling, Rounding
 from .convolution import DML_CONVOLUTION_OPERATOR_DESC
 from .enums import DML_AXIS_DIRECTION, DML_INTERPOLATION_MODE, DML_TENSOR_DATA_TYPE

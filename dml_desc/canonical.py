@@ -15,18 +15,21 @@ from enum import Enum
 from fractions import Fraction
 from typing import Optional, Tuple, Union
 
-from .errors import DescError, require
+from . import budget
+from .errors import DescError, is_number, require
 
 Scale = Union[float, Fraction]
 
 
 class Mode(str, Enum):
+    """The interpolation mode of a whole map: nearest, linear (bi/trilinear per axis) or cubic."""
     NEAREST = "nearest"
     LINEAR = "linear"
     CUBIC = "cubic"
 
 
 class Rounding(str, Enum):
+    """How nearest turns a coordinate x into an input index (ties are x = k + 0.5)."""
     ROUND_PREFER_FLOOR = "round_prefer_floor"   # ceil(x - 0.5): ties go down
     ROUND_PREFER_CEIL = "round_prefer_ceil"     # floor(x + 0.5): ties go up
     FLOOR = "floor"
@@ -35,6 +38,11 @@ class Rounding(str, Enum):
 
 @dataclass(frozen=True)
 class AxisMap:
+    """One axis of the canonical form: output index o reads input coordinate
+    x = (o - out_offset) / scale - in_offset, in pixels (index units), with scale = out/in for a plain
+    resize (a float, an exact Fraction, or inf when every output reads x = -in_offset). Sizes are element
+    counts. `rounding` applies to nearest; the other fields cover runtime quirks (see the comments).
+    """
     in_size: int
     out_size: int
     scale: Scale = 1.0
@@ -45,6 +53,9 @@ class AxisMap:
     aa_scale: Optional[float] = None   # antialias filter scale when it differs from `scale`
     single_rounding: bool = False      # x computed in double, rounded to float32 once (not after the division)
     coords: Optional[Tuple[float, ...]] = None   # explicit x per output, where a runtime's float order matters
+    # How a nearest coordinate becomes an index (see weights.nearest_index, the one place that applies these):
+    tie_tolerance: float = 0.0   # a float32 x within this of k + 0.5 rounds as the exact tie (onnxruntime >= 1.27: 1e-6)
+    exact: bool = False          # x evaluated in exact rational arithmetic, no float32 rounding (the ONNX spec)
 
     def __post_init__(self):
         for name in ("in_size", "out_size"):
@@ -55,32 +66,52 @@ class AxisMap:
         require(isinstance(s, (int, float, Fraction)) and not isinstance(s, bool) and s > 0
                 and not (isinstance(s, float) and math.isnan(s)), "scale", s, "must be positive")
         for name in ("in_offset", "out_offset"):
-            require(math.isfinite(getattr(self, name)), name, getattr(self, name), "must be finite")
+            require(is_number(getattr(self, name)), name, getattr(self, name), "must be a finite number")
+        require(isinstance(self.tie_tolerance, (int, float)) and 0 <= self.tie_tolerance < 0.5, "tie_tolerance",
+                self.tie_tolerance, "must be a number in [0, 0.5)")
+        require(self.rounding in tuple(Rounding), "rounding", self.rounding,
+                f"must be one of {[r.value for r in Rounding]}")
         object.__setattr__(self, "rounding", Rounding(self.rounding))
+        if not self.is_identity:     # a resized axis's tables are O(size): the size budget (dml_desc.budget)
+            budget.check_axis(self.in_size, "in_size")
+            budget.check_axis(self.out_size, "out_size")
         if self.coords is not None:
-            object.__setattr__(self, "coords", tuple(float(c) for c in self.coords))
-            require(len(self.coords) == self.out_size and all(math.isfinite(c) for c in self.coords), "coords",
-                    self.coords[:8], f"must be {self.out_size} finite coordinates")
+            import numpy as np            # one vectorised pass: an axis may carry millions of coordinates
+            arr = np.asarray(self.coords) if isinstance(self.coords, (list, tuple)) else None
+            require(arr is not None and arr.ndim == 1 and arr.dtype.kind in "fiu", "coords",
+                    type(self.coords).__name__, "must be a sequence of finite numbers")
+            arr = arr.astype(np.float64)
+            require(len(arr) == self.out_size and bool(np.isfinite(arr).all()), "coords",
+                    tuple(arr[:8].tolist()), f"must be {self.out_size} finite coordinates")
+            object.__setattr__(self, "coords", tuple(arr.tolist()))
 
     @property
     def filter_scale(self) -> float:
+        """The scale the antialias filter stretches by: `aa_scale` when set, else `scale`."""
         return float(self.scale if self.aa_scale is None else self.aa_scale)
 
     @classmethod
     def identity(cls, size: int) -> "AxisMap":
+        """An axis of `size` elements that is copied unchanged."""
         return cls(size, size)
 
     @property
     def is_identity(self) -> bool:
+        """True when the axis is copied unchanged (same size, scale 1, offsets cancel, no explicit coordinates)."""
         return (self.in_size == self.out_size and self.scale == 1 and self.coords is None
                 and self.in_offset + self.out_offset == 0)
 
     def with_(self, **changes) -> "AxisMap":
+        """A copy with the given fields replaced (the map is frozen)."""
         return replace(self, **changes)
 
 
 @dataclass(frozen=True)
 class Resampling:
+    """The canonical form of a resize: one AxisMap per tensor axis (in the tensor's own layout, NCHW or
+    NHWC as the convention reads it) plus the mode and its cubic/antialias options. Every convention
+    converts to and from this; `notes` carry conditions such as "equal only for these shapes".
+    """
     axes: Tuple[AxisMap, ...]
     mode: Mode = Mode.NEAREST
     cubic_coeff_a: float = -0.75
@@ -90,24 +121,33 @@ class Resampling:
     notes: Tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
+        require(isinstance(self.axes, (list, tuple)) and all(isinstance(a, AxisMap) for a in self.axes), "axes",
+                self.axes, "must be a sequence of AxisMap")
         object.__setattr__(self, "axes", tuple(self.axes))
+        require(self.mode in tuple(Mode), "mode", self.mode, f"must be one of {[m.value for m in Mode]}")
         object.__setattr__(self, "mode", Mode(self.mode))
         require(1 <= len(self.axes) <= 8, "axes", len(self.axes), "rank must be between 1 and 8")
-        require(math.isfinite(self.cubic_coeff_a), "cubic_coeff_a", self.cubic_coeff_a, "must be finite")
+        budget.check_shape(self.in_shape, "in_shape")
+        budget.check_shape(self.out_shape, "out_shape")
+        require(is_number(self.cubic_coeff_a), "cubic_coeff_a", self.cubic_coeff_a, "must be a finite number")
 
     @property
     def in_shape(self) -> Tuple[int, ...]:
+        """The forward input's shape (= dX's shape), one size per axis."""
         return tuple(a.in_size for a in self.axes)
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
+        """The forward output's shape (= dY's shape), one size per axis."""
         return tuple(a.out_size for a in self.axes)
 
     @property
     def resized_axes(self) -> Tuple[int, ...]:
+        """The indices of the axes that are not copied unchanged."""
         return tuple(i for i, a in enumerate(self.axes) if not a.is_identity)
 
     def with_(self, **changes) -> "Resampling":
+        """A copy with the given fields replaced (the map is frozen)."""
         return replace(self, **changes)
 
     def normalized(self) -> "Resampling":
@@ -117,15 +157,16 @@ class Resampling:
             if a.is_identity:
                 return AxisMap.identity(a.in_size)
             if self.mode is not Mode.NEAREST:
-                a = a.with_(rounding=Rounding.ROUND_PREFER_FLOOR)
+                a = a.with_(rounding=Rounding.ROUND_PREFER_FLOOR, tie_tolerance=0.0)
             elif a.rounding in (Rounding.CEIL, Rounding.FLOOR):   # ceil(x) == ceil((x+.5)-.5)
                 up = a.rounding is Rounding.CEIL
                 a = a.with_(rounding=Rounding.ROUND_PREFER_FLOOR if up else Rounding.ROUND_PREFER_CEIL,
-                            in_offset=a.in_offset + (-0.5 if up else 0.5))
+                            in_offset=a.in_offset + Fraction(-1 if up else 1, 2))   # exact for Fraction offsets
             return AxisMap.identity(a.in_size) if a.is_identity else a
         return replace(self, axes=tuple(norm(a) for a in self.axes))
 
     def noted(self, *notes: str) -> "Resampling":
+        """A copy with `notes` appended (conditions a conversion holds under)."""
         return replace(self, notes=self.notes + tuple(notes))
 
 
@@ -140,6 +181,9 @@ def ratio(num: int, den: int) -> Scale:
 
 
 def check_positive_int_list(values, field_name: str, length=None):
+    """`values` as a tuple after checking it is a list of integers >= 1 (of `length` entries when given);
+    a DescError naming `field_name` otherwise.
+    """
     require(isinstance(values, (list, tuple)), field_name, values, "must be a list")
     if length is not None:
         require(len(values) == length, field_name, values, f"must have {length} entries")
@@ -150,6 +194,9 @@ def check_positive_int_list(values, field_name: str, length=None):
 
 
 def as_float_list(values, field_name: str, length=None):
+    """`values` as a tuple of floats after checking it is a list of numbers (of `length` entries when given);
+    a DescError naming `field_name` otherwise.
+    """
     require(isinstance(values, (list, tuple)), field_name, values, "must be a list of numbers")
     if length is not None:
         require(len(values) == length, field_name, values, f"must have {length} entries")

@@ -1,11 +1,22 @@
-"""The `dml-desc` command: convert, build, lower, conformance."""
+"""The `dml-desc` command: convert, example, build, lower, conformance.
+
+Start-up stays light: `dml-desc convert` imports neither onnxruntime nor torch.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .errors import DescError
+from . import __version__
+from .errors import DescError, did_you_mean, require
+
+if TYPE_CHECKING:
+    from .canonical import Resampling
+
+DML_OPERATORS = ("RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")
 
 FORMAT_HELP = """\
 formats (all JSON):
@@ -32,17 +43,75 @@ equivalence go to stderr.
 
 
 def _read_json(path: str):
+    from .errors import parse_json
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
     except OSError as e:
         raise DescError("FILE", path, f"cannot be read ({e.strerror})") from None
+    return parse_json(data, f"FILE {path}")       # strict: UTF-8, no duplicate keys, bounded nesting
+
+
+def guess_format(obj: object) -> str | None:
+    """The format a JSON object looks like, from its keys ('dml', 'onednn', 'onnx', 'tf', 'torch'), or None."""
+    if not isinstance(obj, dict):
+        return None
+    for fmt, keys in (("dml", ("Operator",)), ("onednn", ("graph", "kind")), ("onnx", ("op_type", "weights_shape")),
+                      ("tf", ("method",)), ("torch", ("mode",))):
+        if any(k in obj for k in keys):
+            return fmt
+    return None
+
+
+def load_description(fmt: str, obj: object, **options) -> tuple[Resampling, bool]:
+    """conventions.load, with a hint naming the right --from when the file looks like another format."""
+    from . import conventions
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DescError("FILE", path, f"is not valid JSON ({e})") from None
+        return conventions.load(fmt, obj, **options)
+    except DescError as e:
+        raise _with_format_hint(e, fmt, obj) from None
 
 
-def cmd_convert(args) -> int:
+def _with_format_hint(e: DescError, fmt: str, obj) -> DescError:
+    guess = guess_format(obj)
+    if guess is None or guess == fmt:
+        return e
+    return type(e)(e.field, e.value, f"{e.rule}. The file looks like {guess} JSON: try --from {guess}")
+
+
+def examples_dir() -> Path:
+    """The example JSON files: dml_desc/examples in an installed wheel, examples/ in a source checkout."""
+    here = Path(__file__).resolve().parent
+    return next((d for d in (here / "examples", here.parent / "examples") if d.is_dir()), here / "examples")
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    """List the example files, or print one (by file name, with or without .json)."""
+    files = sorted(examples_dir().glob("*.json"))
+    if not args.name:
+        for f in files:
+            print(f"{f.stem:28s} {f}")
+        return 0
+    match = [f for f in files if f.stem == args.name.removesuffix(".json")]
+    require(bool(match), "NAME", args.name, f"is no example{did_you_mean(args.name, [f.stem for f in files])}; "
+            f"the examples are {[f.stem for f in files]}")
+    sys.stdout.write(match[0].read_text())
+    return 0
+
+
+def _dml_operator(name: str) -> str:
+    """--operator: RESAMPLE_GRAD1 or DML_OPERATOR_RESAMPLE_GRAD1 (any case) -> DML_OPERATOR_RESAMPLE_GRAD1."""
+    short = name.upper().removeprefix("DML_OPERATOR_") if name.isascii() else name     # no Unicode folding
+    if short not in DML_OPERATORS:
+        raise argparse.ArgumentTypeError(f"{name!r} is not one of {', '.join(DML_OPERATORS)}")
+    return "DML_OPERATOR_" + short
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """Convert one description (a file or stdin) from --from to --to; JSON on stdout, notes on stderr."""
     options = {}
     if args.to == "dml":
         options = {k: v for k, v in (("operator", args.operator), ("offset_reading", args.offset_reading)) if v}
@@ -60,8 +129,15 @@ def cmd_convert(args) -> int:
             print(f"note: {note}", file=sys.stderr)
         print(json.dumps(deconv.dump(args.to, spec, layout, **options), indent=2))
         return 0
-    res, backward = conventions.load(args.src, obj, **load_opts)
+    if args.src == "onnx":
+        load_opts["semantics"] = args.semantics
+    if args.to == "onnx":
+        options["semantics"] = args.semantics
+    res, backward = load_description(args.src, obj, **load_opts)
     out, notes = conventions.dump(args.to, res, backward, **options)
+    if "onnx" in (args.src, args.to):
+        from .conventions.onnx import describe_semantics
+        notes = (f"ONNX semantics {describe_semantics(args.semantics)}",) + tuple(notes)
     for note in tuple(res.notes) + tuple(notes):
         print(f"note: {note}", file=sys.stderr)
     print(json.dumps(out, indent=2))
@@ -69,28 +145,41 @@ def cmd_convert(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of `dml-desc` with every subcommand."""
     from .conventions import FORMATS
     p = argparse.ArgumentParser(prog="dml-desc", description="Resampling-gradient descriptors across "
                                 "DirectML, oneDNN, ONNX/onnxruntime, PyTorch and TensorFlow.")
+    p.add_argument("--version", action="version", version=f"dml-desc {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("convert", help="convert a descriptor between conventions", epilog=FORMAT_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--from", dest="src", required=True, choices=FORMATS)
     c.add_argument("--to", required=True, choices=FORMATS)
     c.add_argument("file", metavar="FILE|-")
-    c.add_argument("--operator", help="dml: the DML_OPERATOR_* to write (default RESAMPLE_GRAD, or GRAD1 "
-                   "when a rounding direction is needed)")
+    c.add_argument("--operator", type=_dml_operator, metavar="OP",
+                   help=f"dml: the operator to write, one of {', '.join(DML_OPERATORS)} (the DML_OPERATOR_ "
+                   "prefix is optional). Default: RESAMPLE_GRAD for a gradient, RESAMPLE1 for a forward, widened "
+                   "to RESAMPLE_GRAD1 / RESAMPLE2 when only a rounding direction can state the map. An operator "
+                   "that cannot state the map exactly is refused (exit 2) with the reason")
     c.add_argument("--offset-reading", choices=("forward", "swapped"),
                    help="dml: how a grad descriptor's offsets are read (default forward; see README)")
     c.add_argument("--data-format", choices=("NCX", "NXC"), help="onednn: layout to write")
     c.add_argument("--opset", type=int, help="onnx: opset to write (default 19)")
+    c.add_argument("--semantics", choices=("ort-1.19", "ort-1.27", "onnx-spec"),
+                   help="the ONNX Resize semantics (nearest tie rule): ort-1.19 (onnxruntime <= 1.26), ort-1.27 (>= 1.27) or "
+                   "onnx-spec (exact arithmetic); default: the installed onnxruntime's")
     c.set_defaults(func=cmd_convert)
+    e = sub.add_parser("example", help="list the example JSON files (one per format), or print one")
+    e.add_argument("name", nargs="?", metavar="NAME", help="e.g. dml_resample_grad; omit to list them")
+    e.set_defaults(func=cmd_example)
     _add_more(sub)
     return p
 
 
 def _add_more(sub) -> None:
     """Subcommands that live in the other packages (registered lazily so imports stay light)."""
+    from .runtimes.run import add_command as add_run
+    add_run(sub)
     try:
         from onnx_ops.cli import add_commands
     except ImportError:
@@ -103,13 +192,59 @@ def _add_more(sub) -> None:
     add_command(sub)
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
+    """The `dml-desc` entry point: parse `argv` (default sys.argv[1:]), run the subcommand, return the exit
+    code (0 ok, 1 a conformance check failed, 2 an error, printed as one line on stderr).
+    """
+    return guarded(lambda: _dispatch(build_parser().parse_args(argv)))
+
+
+def _dispatch(args) -> int:
+    return args.func(args)
+
+
+def guarded(command, prog: str = "dml-desc") -> int:
+    """The one error boundary of every command: any bad input prints one line and exits 2, never a traceback.
+    A closed pipe (`dml-desc convert ... | head`) ends quietly, as Python's documentation recommends."""
     try:
-        return args.func(args)
-    except DescError as e:
-        print(f"dml-desc: error: {e}", file=sys.stderr)
+        code = command()
+        sys.stdout.flush()           # a closed pipe shows here, inside the boundary
+        return code
+    except BrokenPipeError:
+        import os
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())        # Python flushes stdout again at exit
+        return 1
+    except Exception as e:           # noqa: BLE001: every input error ends here, as one line
+        import os
+        line = _message(e)
+        if line is None and os.environ.get("DML_DESC_TRACEBACK"):
+            raise
+        if line is None:             # a bug, not the input's fault: still one line, and how to see more
+            line = (f"internal error, please report it: {type(e).__name__}: {str(e)[:200]} "
+                    "(DML_DESC_TRACEBACK=1 shows the traceback)")
+        print(f"{prog}: error: {line}", file=sys.stderr)
         return 2
+
+
+def _message(e: BaseException):
+    """One line for the errors bad input causes; None for the rest (a bug)."""
+    if isinstance(e, DescError):
+        return str(e)
+    if isinstance(e, OSError):
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{e.strerror or e}"
+    if isinstance(e, UnicodeError):
+        return f"input is not valid UTF-8 ({e})"
+    if isinstance(e, RecursionError):
+        return "input is nested too deeply"
+    if isinstance(e, MemoryError):
+        return "out of memory (lower the size budget: DML_DESC_MAX_ELEMENTS)"
+    if isinstance(e, OverflowError):
+        return f"a number is too large ({e})"
+    if type(e).__name__ == "DecodeError" and type(e).__module__.startswith("google.protobuf"):
+        return f"not an ONNX model (protobuf: {e})"
+    return None
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Optional, Tuple
 
 from .enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
-from .errors import require
+from .errors import integer, require
 from .resample import _tensor
 from .tensor import DML_BUFFER_TENSOR_DESC
 
@@ -23,13 +23,19 @@ def deconv_out_size(n_in: int, k: int, stride: int, dilation: int, begin: int, e
 def _ints(values, name, n, minimum) -> Tuple[int, ...]:
     require(isinstance(values, (list, tuple)) and len(values) == n, name, values,
             f"must have DimensionCount={n} entries")
-    require(all(isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in values), name,
-            list(values), f"every entry must be an integer >= {minimum}")
+    for i, v in enumerate(values):
+        integer(v, f"{name}[{i}]", minimum)
+        require(v <= 2 ** 32 - 1, f"{name}[{i}]", v, "must fit a UINT (at most 2^32-1)")
     return tuple(values)
 
 
 @dataclass
 class DML_CONVOLUTION_OPERATOR_DESC:
+    """directml.h DML_CONVOLUTION_OPERATOR_DESC, checked as DirectML validates it (tensor ranks, channel
+    counts, output sizes). Strides, dilations and paddings are per spatial axis, in elements; tensors are
+    NCHW / NCDHW. The data gradient of a transposed convolution is this op with Direction FORWARD and
+    Mode CROSS_CORRELATION (see dml_desc.conventions.deconv).
+    """
     input_tensor: DML_BUFFER_TENSOR_DESC
     filter_tensor: DML_BUFFER_TENSOR_DESC
     output_tensor: DML_BUFFER_TENSOR_DESC
@@ -59,6 +65,7 @@ class DML_CONVOLUTION_OPERATOR_DESC:
         n = self.input_tensor.dimension_count - 2
         if self.dimension_count is None:
             self.dimension_count = n
+        integer(self.dimension_count, "DimensionCount")
         require(self.dimension_count == n, "DimensionCount", self.dimension_count,
                 f"must equal the tensors' spatial dimension count {n}")
         self.strides = _ints(self.strides, "Strides", n, 1)
@@ -104,6 +111,9 @@ class DML_CONVOLUTION_OPERATOR_DESC:
                 require(self.output_padding[i] < max(self.strides[i], self.dilations[i]), "OutputPadding",
                         list(self.output_padding), "each entry must be smaller than the stride or the dilation")
         if self.bias_tensor is not None:
-            b = self.bias_tensor.sizes
-            require(b[1] == y[1] and all(d == 1 for i, d in enumerate(b) if i != 1), "BiasTensor.Sizes", list(b),
-                    f"must be [1, {y[1]}, 1, ...]")
+            b, want = self.bias_tensor, [1, y[1]] + [1] * self.dimension_count
+            require(b.dimension_count == len(y), "BiasTensor.DimensionCount", b.dimension_count,
+                    f"must equal OutputTensor.DimensionCount={len(y)}")
+            require(list(b.sizes) == want, "BiasTensor.Sizes", list(b.sizes), f"must be {want}")
+            require(b.data_type == self.output_tensor.data_type, "BiasTensor.DataType", b.data_type.name,
+                    f"must equal OutputTensor.DataType={self.output_tensor.data_type.name}")

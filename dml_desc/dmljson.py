@@ -3,18 +3,25 @@ from __future__ import annotations
 
 from dataclasses import MISSING, fields
 from enum import Enum
+from typing import Union
 
-from .errors import DescError, require
+from .errors import did_you_mean, parse_json, require, short_key
 from .convolution import DML_CONVOLUTION_OPERATOR_DESC
-from .resample import RESAMPLE_DESCS, _pascal
+from .resample import RESAMPLE_DESCS, ResampleDescriptor, _pascal
 from .tensor import DML_BUFFER_TENSOR_DESC
+
+Descriptor = Union[ResampleDescriptor, DML_CONVOLUTION_OPERATOR_DESC]    # every class this module reads and writes
 
 DESCS = dict(RESAMPLE_DESCS)
 DESCS[DML_CONVOLUTION_OPERATOR_DESC.OPERATOR] = DML_CONVOLUTION_OPERATOR_DESC
 DERIVED = {"DimensionCount", "TotalTensorSizeInBytes"}
+TENSOR_TYPES = ("DML_TENSOR_TYPE_BUFFER", "BUFFER")   # the only DML_TENSOR_DESC.Type a buffer tensor has
 
 
-def to_json(desc) -> dict:
+def to_json(desc: Descriptor) -> dict:
+    """The JSON object of a DirectML descriptor: {"Operator": "DML_OPERATOR_...", field: value, ...} with
+    directml.h's PascalCase field names, enums by name, tensors as nested objects.
+    """
     out = {"Operator": desc.OPERATOR}
     out.update(_fields_to_json(desc))
     return out
@@ -44,43 +51,49 @@ def _value_to_json(value):
     return value
 
 
-def from_json(obj: dict):
+def from_json(obj: dict) -> Descriptor:
+    """The descriptor object of a JSON object (the inverse of to_json). "Operator" picks the class; every
+    field is checked (a DescError names the field; unknown fields get the nearest known name).
+    """
     require(isinstance(obj, dict), "descriptor", obj, "must be a JSON object")
     op = obj.get("Operator")
     require(isinstance(op, str) and op in DESCS, "Operator", op, f"must be one of {sorted(DESCS)}")
+    # DML_OPERATOR_DESC.Type: optional, and when given it must name the same operator
+    require(obj.get("Type", op) == op, "Type", obj.get("Type"), f"must equal Operator ({op}) when given")
     cls = DESCS[op]
-    return cls(**_kwargs(cls, obj, op))
+    return cls(**_kwargs(cls, obj, op, ("Operator", "Type")))
 
 
-def _kwargs(cls, obj: dict, where: str) -> dict:
+def _kwargs(cls, obj: dict, where: str, own=()) -> dict:
     names = {_pascal(f.name): f for f in fields(cls) if f.name != "name"}
     required = [key for key, f in names.items() if f.default is MISSING and f.default_factory is MISSING]
     missing = [key for key in required if key not in obj]
+    unknown = sorted((k for k in obj if k not in names and k not in own), key=str)
+    require(not unknown, f"{where}.{short_key(unknown[0]) if unknown else ''}",
+            obj.get(unknown[0]) if unknown else None,
+            f"unknown field{did_you_mean(unknown[0], missing or names) if unknown else ''}; {where} has "
+            f"{sorted(names)}")
     require(not missing, f"{where}.{missing[0] if missing else ''}", None, "is required")
-    unknown = sorted(set(obj) - set(names) - {"Operator", "Type"})
-    require(not unknown, f"{where}.{unknown[0] if unknown else ''}", obj.get(unknown[0]) if unknown else None,
-            f"unknown field; {where} has {sorted(names)}")
     kwargs = {}
     for key, value in obj.items():
-        if key in ("Operator", "Type"):
+        if key in own:
             continue
         f = names[key]
         if f.name.endswith("_tensor") and value is not None:
             require(isinstance(value, dict), f"{where}.{key}", value, "must be a tensor description object")
-            value = DML_BUFFER_TENSOR_DESC(name=key, **_kwargs(DML_BUFFER_TENSOR_DESC, value, key))
+            require(value.get("Type", "BUFFER") in TENSOR_TYPES, f"{key}.Type", value.get("Type"),
+                    f"must be one of {list(TENSOR_TYPES)} when given (a DML_BUFFER_TENSOR_DESC)")
+            value = DML_BUFFER_TENSOR_DESC(name=key, **_kwargs(DML_BUFFER_TENSOR_DESC, value, key, ("Type",)))
         kwargs[f.name] = value
     return kwargs
 
 
-def dumps(desc, **kw) -> str:
+def dumps(desc: Descriptor, **kw) -> str:
+    """to_json as a JSON string (keyword arguments go to json.dumps)."""
     import json
     return json.dumps(to_json(desc), **kw)
 
 
-def loads(text: str):
-    import json
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DescError("json", text[:60], f"is not valid JSON ({e})") from None
-    return from_json(obj)
+def loads(text: str | bytes) -> Descriptor:
+    """A descriptor from JSON text or UTF-8 bytes (strict: duplicate keys and NaN are refused)."""
+    return from_json(parse_json(text))

@@ -3,6 +3,7 @@ from enum import IntEnum
 
 
 class DML_TENSOR_DATA_TYPE(IntEnum):
+    """directml.h DML_TENSOR_DATA_TYPE; JSON accepts the name with or without the prefix, or the number."""
     UNKNOWN = 0
     FLOAT32 = 1
     FLOAT16 = 2
@@ -20,26 +21,31 @@ class DML_TENSOR_DATA_TYPE(IntEnum):
 
 
 class DML_INTERPOLATION_MODE(IntEnum):
+    """directml.h DML_INTERPOLATION_MODE: NEAREST_NEIGHBOR or LINEAR (DirectML has no cubic)."""
     NEAREST_NEIGHBOR = 0
     LINEAR = 1
 
 
 class DML_AXIS_DIRECTION(IntEnum):
+    """directml.h DML_AXIS_DIRECTION; RESAMPLE2/3 and GRAD1 use it as RoundingDirection (INCREASING = ceil)."""
     INCREASING = 0
     DECREASING = 1
 
 
 class DML_TENSOR_FLAGS(IntEnum):
+    """directml.h DML_TENSOR_FLAGS."""
     NONE = 0
     OWNED_BY_DML = 1
 
 
 class DML_CONVOLUTION_MODE(IntEnum):
+    """directml.h DML_CONVOLUTION_MODE."""
     CONVOLUTION = 0
     CROSS_CORRELATION = 1
 
 
 class DML_CONVOLUTION_DIRECTION(IntEnum):
+    """directml.h DML_CONVOLUTION_DIRECTION."""
     FORWARD = 0
     BACKWARD = 1
 
@@ -59,7 +65,7 @@ def parse_enum(enum_type, value, field: str):
     from .errors import DescError
     if isinstance(value, enum_type):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and value.isascii():     # ASCII case only: 'ﬂoat32'.upper() is 'FLOAT32'
         name = value.upper()
         prefix = enum_type.__name__ + "_"
         name = name[len(prefix):] if name.startswith(prefix) else name

@@ -1,10 +1,15 @@
 """The project's exception types. Every message names the field, the value and the rule."""
+from __future__ import annotations
+
+from typing import Iterable
 
 
 class DescError(ValueError):
     """An invalid descriptor, attribute set or model."""
 
     def __init__(self, field: str, value, rule: str):
+        field = field if isinstance(field, str) else _short(field)
+        field = field if len(field) <= 120 else field[:117] + "..."        # a user's 1 MB key, cut
         self.field, self.value, self.rule = field, value, rule
         super().__init__(f"{field}={_short(value)}: {rule}")
 
@@ -14,22 +19,35 @@ class ConversionError(DescError):
 
 
 def _short(value) -> str:
-    text = repr(value)
+    """repr(value) cut to 120 characters; never raises (huge ints, deep nesting, odd objects)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"<an integer of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError, MemoryError):
+        text = f"<a {type(value).__name__}>"
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def require(ok: bool, field: str, value, rule: str, kind=DescError) -> None:
+def short_key(key: object) -> str:
+    """A user's key as it appears in a field name (a 1 MB key is cut like a value)."""
+    text = key if isinstance(key, str) else _short(key)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def require(ok: bool, field: str, value: object, rule: str, kind: type[DescError] = DescError) -> None:
+    """Raise `kind(field, value, rule)` (a DescError by default) unless `ok`."""
     if not ok:
         raise kind(field, value, rule)
 
 
-def one_of(value, options, field: str) -> str:
+def one_of(value: object, options: Iterable[str], field: str) -> str:
     """A string that must be one of `options` (never hashed before its type is checked)."""
     require(isinstance(value, str) and value in options, field, value, f"must be one of {list(options)}")
     return value
 
 
-def int_list(value, field: str, minimum: int = 1, length=None) -> list:
+def int_list(value: object, field: str, minimum: int = 1, length: int | None = None) -> list:
     """A list of integers >= minimum (optionally of a given length)."""
     require(isinstance(value, (list, tuple)), field, value, "must be a list of integers")
     if length is not None:
@@ -39,6 +57,79 @@ def int_list(value, field: str, minimum: int = 1, length=None) -> list:
     return list(value)
 
 
-def flag(value, field: str) -> bool:
+def flag(value: object, field: str) -> bool:
+    """A JSON boolean (true/false, never 0/1); a DescError naming `field` otherwise."""
     require(isinstance(value, bool), field, value, "must be true or false")
     return value
+
+
+def did_you_mean(name: object, known: Iterable) -> str:
+    """' (did you mean 'X'?)' for the known name closest to a user's misspelt `name`, else ''."""
+    import difflib
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def integer(value: object, field: str, minimum: int | None = None) -> int:
+    """An integer (never a bool, never a float like 2.0), optionally >= minimum."""
+    require(isinstance(value, int) and not isinstance(value, bool), field, value, "must be an integer")
+    if minimum is not None:
+        require(value >= minimum, field, value, f"must be >= {minimum}")
+    return value
+
+
+def parse_json(text: str | bytes, where: str = "json") -> object:
+    """Strict JSON: duplicate keys, NaN/Infinity literals, non-UTF-8 bytes and deep nesting are DescErrors."""
+    import json
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DescError(where, bytes(text[max(e.start - 10, 0):e.start + 10]),
+                            f"is not UTF-8 (byte {e.start}): JSON must be UTF-8") from None
+    require(isinstance(text, str), where, type(text).__name__, "must be JSON text")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise DescError(where, text[max(e.pos - 20, 0):e.pos + 20], f"is not valid JSON ({e.msg} at line "
+                        f"{e.lineno} column {e.colno})") from None
+    except RecursionError:
+        raise DescError(where, text[:40], "is nested too deeply") from None
+    except ValueError as e:        # an integer literal of more than 4300 digits
+        if isinstance(e, DescError):
+            raise
+        raise DescError(where, text[:40], f"holds a number Python will not read ({e})") from None
+
+
+def _unique_keys(pairs):
+    obj = {}
+    for key, value in pairs:
+        require(key not in obj, short_key(key), value, "is given twice in one JSON object (duplicate key)")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name):
+    raise DescError("json", name, "is not JSON (NaN and Infinity are not numbers in JSON)")
+
+
+def is_number(v) -> bool:
+    """A finite int or float (never a bool; an int too large for a double is not finite)."""
+    import math
+    import numbers
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):      # numpy scalars are Real; numpy bools are not
+        return False
+    return bool(abs(v) < 2 ** 1023) if isinstance(v, numbers.Integral) else math.isfinite(v)
+
+
+def float32_number(v, field: str, positive: bool = False) -> float:
+    """A number that float32 represents without overflow (and without underflow to 0 when positive)."""
+    import numpy as np
+    require(is_number(v), field, v, "must be a finite number")
+    f = float(v)
+    require(abs(f) <= float(np.finfo(np.float32).max), field, v,
+            "overflows float32 (|value| must be at most 3.4028235e38)")
+    if positive:
+        require(f > 0, field, v, "must be > 0")
+        require(float(np.float32(f)) > 0, field, v, "rounds to 0 in float32")
+    return f

@@ -1,12 +1,11 @@
 """DML_RESAMPLE1/2/3 and DML_RESAMPLE_GRAD / GRAD1 operator descriptors, field for field."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
-from typing import ClassVar, Optional, Tuple
+from typing import ClassVar, Optional, Sequence, Tuple, Union
 
 from .enums import DML_AXIS_DIRECTION, DML_INTERPOLATION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
-from .errors import require
+from .errors import float32_number, integer, require, short_key
 from .tensor import DML_BUFFER_TENSOR_DESC
 
 FLOATS = (DT.FLOAT32, DT.FLOAT16)
@@ -17,7 +16,8 @@ LATEST = FEATURE_LEVELS[-1]
 
 
 def _level(value) -> int:
-    text = str(value).upper().replace("DML_FEATURE_LEVEL_", "").replace(".", "_")
+    text = value.upper() if isinstance(value, str) and value.isascii() else ""    # ASCII case only: no 'ﬂ'
+    text = text.replace("DML_FEATURE_LEVEL_", "").replace(".", "_")
     require(text in FEATURE_LEVELS, "feature_level", value, f"must be one of {', '.join(FEATURE_LEVELS)}")
     return FEATURE_LEVELS.index(text)
 
@@ -43,6 +43,7 @@ class _ResampleLike:
             self.rounding_direction = parse_enum(DML_AXIS_DIRECTION, self.rounding_direction, "RoundingDirection")
         if self.dimension_count is None:
             self.dimension_count = n
+        integer(self.dimension_count, "DimensionCount")
         require(self.dimension_count == n, "DimensionCount", self.dimension_count,
                 f"must equal the tensors' DimensionCount={n}")
         self.scales = _floats(self.scales, "Scales", n, positive=True)
@@ -78,22 +79,19 @@ def _tensor(value, name) -> DML_BUFFER_TENSOR_DESC:
         return value
     require(isinstance(value, dict), name, value, "must be a DML_BUFFER_TENSOR_DESC or a dict")
     known = set(DML_BUFFER_TENSOR_DESC.__dataclass_fields__) - {"name"}
-    unknown = sorted(set(value) - known)
-    require(not unknown, f"{name}.{unknown[0] if unknown else ''}", None, f"unknown field; a tensor has {sorted(known)}")
+    unknown = sorted((k for k in value if k not in known), key=str)
+    require(not unknown, f"{name}.{short_key(unknown[0]) if unknown else ''}", None,
+            f"unknown field; a tensor has {sorted(known)}")
     for needed in ("data_type", "sizes"):
         require(needed in value, f"{name}.{needed}", None, "is required")
     return DML_BUFFER_TENSOR_DESC(name=name, **value)
 
 
 def _floats(values, name, n, positive=False) -> Tuple[float, ...]:
+    """DirectML's FLOAT array: each entry a finite float32 (a scale > 0 that does not round to 0)."""
     require(isinstance(values, (list, tuple)), name, values, "must be a list of numbers")
     require(len(values) == n, name, list(values), f"must have DimensionCount={n} entries")
-    for v in values:
-        require(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v), name,
-                list(values), "every entry must be a finite number")
-        if positive:
-            require(v > 0, name, list(values), "every scale must be > 0")
-    return tuple(float(v) for v in values)
+    return tuple(float32_number(v, f"{name}[{i}]", positive) for i, v in enumerate(values))
 
 
 def _pascal(snake: str) -> str:
@@ -106,6 +104,11 @@ _GRAD_SUPPORT = (("5_1", (1, 2, 3, 4), FLOATS), ("3_0", (4,), FLOATS))
 
 @dataclass
 class DML_RESAMPLE1_OPERATOR_DESC(_ResampleLike):
+    """directml.h DML_RESAMPLE1_OPERATOR_DESC, field for field (snake_case; JSON uses the PascalCase names).
+    Per axis, Scales is output size / input size and input coordinate x maps to output coordinate
+    (x + InputPixelOffsets) * Scales + OutputPixelOffsets, in pixels (0.5 / -0.5: half-pixel centers).
+    Nearest rounds half down. Sizes follow the tensor's own layout (usually NCHW).
+    """
     input_tensor: DML_BUFFER_TENSOR_DESC
     output_tensor: DML_BUFFER_TENSOR_DESC
     interpolation_mode: DML_INTERPOLATION_MODE
@@ -121,6 +124,9 @@ class DML_RESAMPLE1_OPERATOR_DESC(_ResampleLike):
 
 @dataclass
 class DML_RESAMPLE2_OPERATOR_DESC(DML_RESAMPLE1_OPERATOR_DESC):
+    """directml.h DML_RESAMPLE2_OPERATOR_DESC: RESAMPLE1 plus RoundingDirection for nearest
+    (INCREASING rounds the coordinate up, DECREASING down).
+    """
     rounding_direction: DML_AXIS_DIRECTION = DML_AXIS_DIRECTION.INCREASING
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE2"
     SUPPORT: ClassVar = (("5_1", (1, 2, 3, 4), ALL_TYPES),)
@@ -128,6 +134,7 @@ class DML_RESAMPLE2_OPERATOR_DESC(DML_RESAMPLE1_OPERATOR_DESC):
 
 @dataclass
 class DML_RESAMPLE3_OPERATOR_DESC(DML_RESAMPLE2_OPERATOR_DESC):
+    """directml.h DML_RESAMPLE3_OPERATOR_DESC: RESAMPLE2 plus Antialiased."""
     antialiased: bool = False
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE3"
     SUPPORT: ClassVar = (("6_4", (1, 2, 3, 4), ALL_TYPES),)
@@ -139,6 +146,10 @@ class DML_RESAMPLE3_OPERATOR_DESC(DML_RESAMPLE2_OPERATOR_DESC):
 
 @dataclass
 class DML_RESAMPLE_GRAD_OPERATOR_DESC(_ResampleLike):
+    """directml.h DML_RESAMPLE_GRAD_OPERATOR_DESC: the gradient of RESAMPLE1. InputGradientTensor is dY (the
+    forward output's sizes), OutputGradientTensor is dX (the forward input's sizes). Scales and offsets are
+    the forward's (the default "forward" offset reading; see dml_desc.conventions.dml).
+    """
     input_gradient_tensor: DML_BUFFER_TENSOR_DESC
     output_gradient_tensor: DML_BUFFER_TENSOR_DESC
     interpolation_mode: DML_INTERPOLATION_MODE
@@ -154,18 +165,28 @@ class DML_RESAMPLE_GRAD_OPERATOR_DESC(_ResampleLike):
 
 @dataclass
 class DML_RESAMPLE_GRAD1_OPERATOR_DESC(DML_RESAMPLE_GRAD_OPERATOR_DESC):
+    """directml.h DML_RESAMPLE_GRAD1_OPERATOR_DESC: RESAMPLE_GRAD plus RoundingDirection for nearest."""
     rounding_direction: DML_AXIS_DIRECTION = DML_AXIS_DIRECTION.INCREASING
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE_GRAD1"
     SUPPORT: ClassVar = (("5_1", (1, 2, 3, 4), FLOATS),)
 
 
+# Any of the five resampling descriptors (type hints).
+ResampleDescriptor = Union[DML_RESAMPLE1_OPERATOR_DESC, DML_RESAMPLE2_OPERATOR_DESC, DML_RESAMPLE3_OPERATOR_DESC,
+                           DML_RESAMPLE_GRAD_OPERATOR_DESC, DML_RESAMPLE_GRAD1_OPERATOR_DESC]
 RESAMPLE_DESCS = {c.OPERATOR: c for c in (
     DML_RESAMPLE1_OPERATOR_DESC, DML_RESAMPLE2_OPERATOR_DESC, DML_RESAMPLE3_OPERATOR_DESC,
     DML_RESAMPLE_GRAD_OPERATOR_DESC, DML_RESAMPLE_GRAD1_OPERATOR_DESC)}
 
 
-def half_pixel(cls, mode, in_sizes, out_sizes, data_type=DT.FLOAT32, **extra):
+def half_pixel(cls: type, mode: DML_INTERPOLATION_MODE, in_sizes: Sequence[int], out_sizes: Sequence[int],
+               data_type: DT = DT.FLOAT32, **extra) -> ResampleDescriptor:
     """A descriptor with DirectMLX's defaults: Scales = out/in, offsets 0.5 / -0.5."""
+    require(cls in RESAMPLE_DESCS.values(), "cls", cls, f"must be one of {sorted(RESAMPLE_DESCS)}")
+    for name, sizes in (("in_sizes", in_sizes), ("out_sizes", out_sizes)):
+        require(isinstance(sizes, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                                         for v in sizes), name, sizes, "must be a list of sizes >= 1")
+    require(len(in_sizes) == len(out_sizes), "out_sizes", out_sizes, f"must have {len(in_sizes)} entries")
     n = len(in_sizes)
     tensors = {cls.FORWARD_IN: DML_BUFFER_TENSOR_DESC.packed(data_type, in_sizes),
                cls.FORWARD_OUT: DML_BUFFER_TENSOR_DESC.packed(data_type, out_sizes)}
@@ -173,5 +194,6 @@ def half_pixel(cls, mode, in_sizes, out_sizes, data_type=DT.FLOAT32, **extra):
                input_pixel_offsets=[0.5] * n, output_pixel_offsets=[-0.5] * n, **tensors, **extra)
 
 
-def field_names(cls):
+def field_names(cls: type) -> list[str]:
+    """The snake_case field names of a descriptor class, in declaration order."""
     return [f.name for f in fields(cls)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -20,19 +21,25 @@ F32 = np.float32
 
 @dataclass(frozen=True, eq=False)
 class Taps:
+    """A sparse resampling matrix for one axis: output row r = sum over k of weight[r, k] * input[index[r, k]].
+    `forward_taps` gives the Resize matrix (rows = outputs, cols = inputs); `transpose()` the gradient.
+    """
     index: np.ndarray    # (rows, K) int64, every entry in [0, cols)
     weight: np.ndarray   # (rows, K) float64, 0 for padding
     cols: int
 
     @property
     def rows(self) -> int:
+        """The number of rows (outputs of this matrix)."""
         return self.index.shape[0]
 
     @property
     def width(self) -> int:
+        """K, the number of taps per row (padding taps have weight 0)."""
         return self.index.shape[1]
 
     def dense(self) -> np.ndarray:
+        """The (rows, cols) float64 matrix; duplicate indices in a row add up."""
         m = np.zeros((self.rows, self.cols))
         np.add.at(m, (np.repeat(np.arange(self.rows), self.width), self.index.ravel()), self.weight.ravel())
         return m
@@ -48,11 +55,12 @@ class Taps:
 
     def block_kernel(self) -> np.ndarray | None:
         """K (p, q) when this table is I (x) K: block b of p rows reads only block b of q columns, and every
-        block has the same weights. One of p, q is 1 (integer factors); None when the table is not so."""
+        block has the same weights. p/q = rows/cols in lowest terms (integer factors: one of them is 1;
+        rational ones such as nearest 128 -> 192: 2 x 3); None when the table is not so."""
         n, m = self.rows, self.cols
-        p, q = (1, m // n) if m % n == 0 else (n // m, 1) if n % m == 0 else (0, 0)
+        p, q = n // math.gcd(n, m), m // math.gcd(n, m)
         r, c, w = self.merged()
-        if not p or not np.array_equal(c // q, r // p):
+        if not np.array_equal(c // q, r // p):
             return None
         kernel = np.zeros((p, q))
         head = r < p
@@ -63,6 +71,7 @@ class Taps:
         return kernel if all(np.array_equal(a, b) for a, b in zip((r, c, w), tiled)) else None
 
     def transpose(self) -> "Taps":
+        """The transposed matrix as Taps (rows = the old columns): the gradient of this resampling."""
         r, c, w = self.merged()
         order = np.lexsort((r, c))
         r, c, w = r[order], c[order], w[order]
@@ -77,9 +86,11 @@ class Taps:
 
 
 def coordinates(ax: AxisMap) -> np.ndarray:
-    """x for every output index, rounded through float32 as the runtimes compute it."""
+    """x for every output index, rounded through float32 as the runtimes compute it (or exact, as float64)."""
     if ax.coords is not None:
         return np.asarray(ax.coords, np.float64)
+    if ax.exact:
+        return np.array([float(x) for x in exact_coordinates(ax)])
     o = np.arange(ax.out_size, dtype=np.float64)
     if ax.scale == math.inf:
         q = np.zeros_like(o)
@@ -91,19 +102,54 @@ def coordinates(ax: AxisMap) -> np.ndarray:
     return (q - ax.in_offset).astype(F32).astype(np.float64)
 
 
+def exact_coordinates(ax: AxisMap) -> list:
+    """x for every output index as an exact Fraction: (o - out_offset) / scale - in_offset, no rounding."""
+    shift = fraction(ax.in_offset)
+    if ax.scale == math.inf:
+        return [-shift] * ax.out_size
+    s, out_offset = fraction(ax.scale), fraction(ax.out_offset)
+    return [(o - out_offset) / s - shift for o in range(ax.out_size)]
+
+
 ROUND = {
     Rounding.ROUND_PREFER_FLOOR: lambda x: np.ceil(x - 0.5),
     Rounding.ROUND_PREFER_CEIL: lambda x: np.floor(x + 0.5),
     Rounding.FLOOR: np.floor,
     Rounding.CEIL: np.ceil,
 }
+EXACT_ROUND = {
+    Rounding.ROUND_PREFER_FLOOR: lambda x: math.ceil(x - Fraction(1, 2)),
+    Rounding.ROUND_PREFER_CEIL: lambda x: math.floor(x + Fraction(1, 2)),
+    Rounding.FLOOR: math.floor,
+    Rounding.CEIL: math.ceil,
+}
+
+
+def snap_ties(x: np.ndarray, tolerance: float) -> np.ndarray:
+    """Coordinates within `tolerance` of k + 0.5 become exactly k + 0.5 (onnxruntime >= 1.27's tie test on its
+    float32 coordinate: |x - floor(x) - 0.5| <= 1e-6). The one place this rule lives: code that rounds
+    coordinates itself must call it (the lowering's static forms read it through the taps)."""
+    half = np.floor(x) + 0.5
+    return np.where(np.abs(x - half) <= tolerance, half, x) if tolerance else x
+
+
+def nearest_index(ax: AxisMap, x: np.ndarray) -> np.ndarray:
+    """The input index each output reads in nearest mode (before clamping), by the axis's rounding rule,
+    tie tolerance and arithmetic (float32 or exact)."""
+    if ax.exact and ax.coords is None:
+        return np.array([EXACT_ROUND[ax.rounding](q) for q in exact_coordinates(ax)], np.int64)
+    return ROUND[ax.rounding](snap_ties(x, ax.tie_tolerance)).astype(np.int64)
 
 
 def linear_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    """The triangle (tent) filter max(0, 1 - |t|); `a` is unused (the signature matches cubic_kernel)."""
     return np.clip(1.0 - np.abs(t), 0.0, None)
 
 
 def cubic_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution kernel with coefficient `a` (-0.75 in ONNX/PyTorch, -0.5 in TF half-pixel);
+    support |t| < 2.
+    """
     t = np.abs(t)
     near = ((a + 2) * t - (a + 3)) * t * t + 1
     far = ((t - 5) * t + 8) * t * a - 4 * a
@@ -114,7 +160,7 @@ KERNELS = {Mode.LINEAR: (linear_kernel, 1.0), Mode.CUBIC: (cubic_kernel, 2.0)}
 
 
 def _nearest(ax: AxisMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    idx = ROUND[ax.rounding](x).astype(np.int64)
+    idx = nearest_index(ax, x)
     return idx[:, None], np.ones((len(x), 1))
 
 
@@ -153,7 +199,14 @@ def _key(ax: AxisMap, res: Resampling) -> tuple:
 
 def forward_taps(ax: AxisMap, res: Resampling) -> Taps:
     """The Resize table of one axis: rows are output indices. Cached and read-only."""
+    _check_args(ax, res)
     return _forward_taps_cached(*_key(ax, res))
+
+
+def _check_args(ax, res) -> None:
+    from .errors import require
+    require(isinstance(ax, AxisMap), "ax", type(ax).__name__, "must be an AxisMap")
+    require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling")
 
 
 def _read_only(taps: Taps) -> Taps:
@@ -161,8 +214,21 @@ def _read_only(taps: Taps) -> Taps:
     return taps
 
 
+LONG_AXIS = 2 ** 16   # tables of longer axes (up to ~100 MB each at the per-axis budget) are cached 4 at a time
+
+
+def _forward_taps_cached(ax: AxisMap, *key) -> Taps:
+    long = max(ax.in_size, ax.out_size) > LONG_AXIS
+    return (_forward_long if long else _forward_short)(ax, *key)
+
+
 @lru_cache(maxsize=512)
-def _forward_taps_cached(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
+def _forward_short(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
+    return _read_only(_build_forward_taps(ax, mode, a, exclude, antialias))
+
+
+@lru_cache(maxsize=4)
+def _forward_long(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
     return _read_only(_build_forward_taps(ax, mode, a, exclude, antialias))
 
 
@@ -179,11 +245,22 @@ def _build_forward_taps(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
 
 def gradient_taps(ax: AxisMap, res: Resampling) -> Taps:
     """The ResizeGrad table of one axis: rows are input indices. Cached and read-only, like forward_taps."""
+    _check_args(ax, res)
     return _gradient_taps_cached(*_key(ax, res))
 
 
+def _gradient_taps_cached(ax: AxisMap, *key) -> Taps:
+    long = max(ax.in_size, ax.out_size) > LONG_AXIS
+    return (_gradient_long if long else _gradient_short)(ax, *key)
+
+
 @lru_cache(maxsize=512)
-def _gradient_taps_cached(*key) -> Taps:
+def _gradient_short(*key) -> Taps:
+    return _read_only(_forward_taps_cached(*key).transpose())
+
+
+@lru_cache(maxsize=4)
+def _gradient_long(*key) -> Taps:
     return _read_only(_forward_taps_cached(*key).transpose())
 
 

@@ -14,13 +14,17 @@ from dml_desc.canonical import Resampling
 from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.weights import Taps, gradient_taps
 
-from .forms import Emitter
+from .forms import Emitter, is_symbolic
 
 MAX_CORRECTED_ROWS = 4
 
 
 @dataclass(frozen=True)
 class AxisDeconv:
+    """One axis of an integer-factor resize gradient written as a ConvTransposeBackwardData: stride `factor`,
+    a fixed `kernel` with its pads, plus `corrections` for the border rows where resampling clamps and a
+    deconvolution zero-pads.
+    """
     axis: int
     factor: int
     kernel: np.ndarray          # (K,)
@@ -34,17 +38,21 @@ class AxisDeconv:
         return self.depthwise(res)[0]
 
     def weights(self, res: Resampling) -> np.ndarray:
+        """The depthwise weights (C, 1, K...) of this axis's correlation."""
         return self.depthwise(res)[1]
 
     def depthwise(self, res: Resampling) -> tuple:
+        """(ConvSpec, weights) of this axis's depthwise correlation on the tensor as it is when the axis is reached."""
         shape = [res.in_shape[a] if a in res.resized_axes and a < self.axis else n
                  for a, n in enumerate(res.out_shape)]      # earlier axes are already contracted
         return _depthwise(shape, [self])
 
 
 def _spatial_only(res: Resampling) -> bool:
-    """3- to 5-D NCX maps that resize spatial axes only: the shapes depthwise Conv / ConvTranspose take."""
-    return 3 <= len(res.axes) <= 5 and bool(res.resized_axes) and min(res.resized_axes) >= 2
+    """3- to 5-D NCX maps that resize spatial axes only: the shapes depthwise Conv / ConvTranspose take.
+    Their weights are sized by the channel count, so C must be static."""
+    return (3 <= len(res.axes) <= 5 and bool(res.resized_axes) and min(res.resized_axes) >= 2
+            and not is_symbolic(res.out_shape[1]))
 
 
 def _outer(kernels: dict, rank: int) -> np.ndarray:
@@ -70,6 +78,9 @@ def _depthwise(shape: list, parts: list) -> tuple:
 
 
 def axis_deconv(res: Resampling, axis: int) -> AxisDeconv | None:
+    """The AxisDeconv of axis `axis` of `res` when its gradient fits one (an integer upsampling factor, at
+    least 3 inputs, a shared kernel), else None.
+    """
     ax = res.axes[axis]
     n, m = ax.in_size, ax.out_size
     if m % n or n < 3:
@@ -132,11 +143,13 @@ def combined(res: Resampling, parts: list) -> tuple | None:
 
 
 def emit_conv(em: Emitter, src: str, spec: ConvSpec, weights: np.ndarray) -> str:
+    """Emit one depthwise Conv computing `spec` with `weights` on `src`; returns the output name."""
     return em.node("Conv", [src, em.const(weights, "deconv_weights")], "deconv", kernel_shape=list(spec.kernel),
                    strides=list(spec.strides), pads=list(spec.pads_begin) + list(spec.pads_end), group=spec.groups)
 
 
 def emit_deconv(em: Emitter, src: str, res: Resampling, parts: list) -> str:
+    """Emit the bridge for `parts` (one AxisDeconv per axis): a Conv per axis plus its border corrections."""
     cur = src
     for part in parts:
         conv = emit_conv(em, cur, *part.depthwise(res))
@@ -191,6 +204,7 @@ def spread_form(res: Resampling) -> np.ndarray | None:
 
 
 def emit_spread(em: Emitter, src: str, res: Resampling, kernel: np.ndarray) -> str:
+    """Emit a depthwise ConvTranspose with stride = kernel shape: spreads each input over a block by `kernel`."""
     c = res.out_shape[1]
     weights = np.broadcast_to(kernel, (c, 1) + kernel.shape).copy()
     return em.node("ConvTranspose", [src, em.const(weights, "spread_weights")], "spread",

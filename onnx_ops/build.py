@@ -6,31 +6,38 @@ import tempfile
 
 import numpy as np
 import onnx
+from numpy.typing import DTypeLike
 from onnx import TensorProto, helper, numpy_helper
 
 from dml_desc.canonical import Resampling
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import require
 
+# Models built from scratch are stamped explicitly, whatever onnx is installed (onnx 1.18+ would stamp IR 11+):
 OPSET = 19          # Resize-19; onnxruntime-training 1.19.2 loads ai.onnx <= 21
 IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= 10
 DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
           np.dtype(np.float64): TensorProto.DOUBLE}
 
 
-def as_onnx_resize(spec, backward: bool = True) -> onnx_conv.OnnxResize:
-    """Accept an OnnxResize or any canonical Resampling (converted exactly, or refused)."""
+def as_onnx_resize(spec: onnx_conv.OnnxResize | Resampling, backward: bool = True,
+                   semantics: str | None = None) -> onnx_conv.OnnxResize:
+    """Accept an OnnxResize or any canonical Resampling (converted exactly under `semantics`, or refused)."""
     if isinstance(spec, onnx_conv.OnnxResize):
-        onnx_conv.to_canonical(spec)            # validates
+        onnx_conv.to_canonical(spec, semantics)            # validates
         return spec
     require(isinstance(spec, Resampling), "spec", type(spec).__name__, "must be an OnnxResize or a Resampling")
-    node, _ = onnx_conv.from_canonical(spec, opset=OPSET, op_type="ResizeGrad" if backward else "Resize")
+    node, _ = onnx_conv.from_canonical(spec, opset=OPSET, op_type="ResizeGrad" if backward else "Resize",
+                                       semantics=semantics)
     return node
 
 
 def _elem(dtype) -> int:
-    dt = np.dtype(dtype)
-    require(dt in DTYPES, "dtype", str(dt), "ResizeGrad takes float16, float32 or float64")
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        dt = None
+    require(dt in DTYPES, "dtype", str(dt if dt is not None else dtype), "ResizeGrad takes float16, float32 or float64")
     return DTYPES[dt]
 
 
@@ -61,10 +68,12 @@ def _model(graph, with_ms: bool) -> onnx.ModelProto:
     return model
 
 
-def build_resize_grad(spec, dtype=np.float32, lowered: bool = False) -> onnx.ModelProto:
-    """dX = ResizeGrad(dY, X, roi, scales) with graph inputs dY, X and output dX."""
-    r = as_onnx_resize(spec, backward=True)
-    res = onnx_conv.to_canonical(r)
+def build_resize_grad(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.float32, lowered: bool = False,
+                      semantics: str | None = None) -> onnx.ModelProto:
+    """dX = ResizeGrad(dY, X, roi, scales) with graph inputs dY, X and output dX. `semantics` (None: the
+    installed onnxruntime's, dml_desc.conventions.onnx.SEMANTICS) decides the nearest tie rule of --lowered."""
+    r = as_onnx_resize(spec, backward=True, semantics=semantics)
+    res = onnx_conv.to_canonical(r, semantics)
     elem = _elem(dtype)
     inits, (roi, scales) = _consts(r, dtype)
     attrs = {k: v for k, v in r.attributes.items()}
@@ -73,7 +82,7 @@ def build_resize_grad(spec, dtype=np.float32, lowered: bool = False) -> onnx.Mod
     model = _model(grad_graph([node], "resize_grad", res, elem, inits), True)
     if lowered:
         from .lower import lower
-        model, _ = lower(model)
+        model, _ = lower(model, semantics=semantics)
         _drop_orphans(model)
     onnx.checker.check_model(model)
     return model
@@ -91,7 +100,7 @@ def _drop_orphans(model: onnx.ModelProto) -> None:
         model.opset_import.extend(keep_ops)
 
 
-def build_resize(spec, dtype=np.float32) -> onnx.ModelProto:
+def build_resize(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.float32) -> onnx.ModelProto:
     """Y = Resize(X, roi, scales[, sizes]): the forward that ResizeGrad differentiates."""
     r = as_onnx_resize(spec, backward=False)
     res = onnx_conv.to_canonical(r)
@@ -109,7 +118,7 @@ def build_resize(spec, dtype=np.float32) -> onnx.ModelProto:
     return model
 
 
-def build_lowered(res: Resampling, dtype=np.float32) -> onnx.ModelProto:
+def build_lowered(res: Resampling, dtype: DTypeLike = np.float32) -> onnx.ModelProto:
     """The standard-op gradient straight from a canonical map (no ONNX Resize spelling needed)."""
     from .lower import _emit
     elem = _elem(dtype)
@@ -120,13 +129,33 @@ def build_lowered(res: Resampling, dtype=np.float32) -> onnx.ModelProto:
     return model
 
 
-def save_atomic(model: onnx.ModelProto, path: str) -> None:
-    """Write through a temporary file in the same folder, so `path` is never half-written."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".onnx.tmp")
+def save_atomic(model: onnx.ModelProto, path: str, check: bool = True) -> None:
+    """Write through a temporary file in the same folder, so `path` is never half-written. With `check`, the
+    written file must pass onnx's full check and load in onnxruntime (onnx_ops.validate.check_written) before
+    it replaces `path`. A new file gets the mode the umask gives; a rewritten one keeps its mode."""
+    folder = os.path.dirname(os.path.abspath(path))
+    require(not os.path.isdir(path), "OUT", path, "is a folder; name a file")
+    require(os.path.isdir(folder), "OUT", path, "is in a folder that does not exist")
+    mode = _file_mode(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".onnx.tmp")
     os.close(fd)
     try:
         onnx.save(model, tmp)
+        if check:
+            from .validate import check_written
+            check_written(tmp, f"model for {path}")
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _file_mode(path: str) -> int:
+    """The mode of the file `path` names, or what a new file gets under the current umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

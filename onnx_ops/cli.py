@@ -1,80 +1,102 @@
 """`dml-desc build` and `dml-desc lower`."""
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 
 import numpy as np
 
-from dml_desc.errors import DescError, require
+from dml_desc.errors import require
+
+SEMANTICS = ("ort-1.19", "ort-1.27", "onnx-spec")
+SEMANTICS_HELP = ("the ONNX Resize semantics (nearest tie rule): ort-1.19 (onnxruntime <= 1.26), ort-1.27 (>= 1.27) "
+                  "or onnx-spec (exact arithmetic); default: the installed onnxruntime's")
 
 
-def cmd_build(args) -> int:
-    from dml_desc import conventions
-    from dml_desc.cli import _read_json
+def cmd_build(args: argparse.Namespace) -> int:
+    """Write an ONNX model: the gradient of the description by default, its forward Resize with --forward."""
+    from dml_desc.cli import _read_json, guess_format, load_description
     from .build import build_resize, build_resize_grad, save_atomic
     obj = _read_json(args.file)
-    fmt = args.src or _guess_format(obj)
+    fmt = args.src or guess_format(obj)
+    require(fmt is not None, "FILE", args.file, "is no known format (no Operator, graph, op_type, method or mode "
+            "key); pass --from dml|onednn|onnx|torch|tf")
     dtype = {"f32": np.float32, "f16": np.float16, "f64": np.float64}[args.dtype]
     from dml_desc.conventions import deconv
     if deconv.is_deconv(fmt, obj):
+        require(not args.forward, "--forward", True, "a ConvTransposeBackwardData file describes a gradient only")
         from .conv import build_conv_data_grad
         spec, layout, _ = deconv.load(fmt, obj)
         save_atomic(build_conv_data_grad(spec, layout.get("data_format", "NCX"), layout.get("weights_format", "IOX"),
                                          dtype), args.output)
         print(f"wrote {args.output}: ConvTransposeBackwardData diff_dst {list(spec.diff_dst_shape)} -> diff_src "
-              f"{list(spec.diff_src_shape)} (NCX)")
+              f"{list(spec.diff_src_shape)} (NCX, standard ONNX ops)")
         return 0
-    res, backward = conventions.load(fmt, obj)
+    res, backward = load_description(fmt, obj)
     if args.forward:
-        backward = False
-    model = build_resize_grad(res, dtype, lowered=args.lowered) if backward else build_resize(res, dtype)
-    save_atomic(model, args.output)
-    print(f"wrote {args.output}: {'ResizeGrad' if backward else 'Resize'} "
-          f"{list(res.out_shape) if backward else list(res.in_shape)} -> "
-          f"{list(res.in_shape) if backward else list(res.out_shape)}{' (lowered)' if args.lowered else ''}")
+        save_atomic(build_resize(res, dtype), args.output)
+        print(f"wrote {args.output}: Resize X {list(res.in_shape)} -> Y {list(res.out_shape)}")
+        return 0
+    if not backward:
+        print(f"note: {args.file} describes the forward resize; writing its gradient (--forward writes the Resize)",
+              file=sys.stderr)
+    save_atomic(build_resize_grad(res, dtype, lowered=args.lowered, semantics=args.semantics), args.output)
+    from dml_desc.conventions.onnx import describe_semantics
+    how = f"lowered to standard ops, ONNX semantics {describe_semantics(args.semantics)}" if args.lowered \
+        else "com.microsoft ResizeGrad"
+    print(f"wrote {args.output}: gradient dY {list(res.out_shape)} -> dX {list(res.in_shape)} ({how})")
     return 0
 
 
-def _guess_format(obj) -> str:
-    require(isinstance(obj, dict), "FILE", type(obj).__name__, "must hold a JSON object")
-    if "Operator" in obj:
-        return "dml"
-    if "graph" in obj or "kind" in obj:
-        return "onednn"
-    if "op_type" in obj or "weights_shape" in obj:
-        return "onnx"
-    if "method" in obj:
-        return "tf"
-    if "mode" in obj:
-        return "torch"
-    raise DescError("FILE", sorted(obj), "is no known format; pass --from")
-
-
-def cmd_lower(args) -> int:
+def cmd_lower(args: argparse.Namespace) -> int:
+    """Rewrite every ResizeGrad node of a model file (in place when IN == OUT)."""
     from .lower import lower_file
     require(os.path.exists(args.input), "IN", args.input, "does not exist")
+    if args.keep_cuda:
+        _warn_without_cuda()
     providers = ("CUDAExecutionProvider",) if args.keep_cuda else ("CPUExecutionProvider",)
-    report = lower_file(args.input, args.output, providers)
-    print(f"{args.output}: {len(report)} ResizeGrad node(s) rewritten")
+    report = lower_file(args.input, args.output, providers, semantics=args.semantics)
+    from dml_desc.conventions.onnx import describe_semantics
+    print(f"{args.output}: {len(report)} ResizeGrad node(s) rewritten (ONNX semantics "
+          f"{describe_semantics(args.semantics)})")
     for line in report:
         print(f"  {line}")
     return 0
 
 
-def add_commands(sub) -> None:
+def _warn_without_cuda() -> None:
+    """--keep-cuda keeps nodes only CUDA can run: say so when this onnxruntime has no CUDA provider."""
+    from .run import available_providers
+    if "CUDAExecutionProvider" not in available_providers():
+        print("dml-desc lower: warning: --keep-cuda keeps ResizeGrad nodes for CUDA, but this onnxruntime has no "
+              "CUDAExecutionProvider (the CPU build?): those nodes will not run here", file=sys.stderr)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register `build` and `lower` on the `dml-desc` subcommand parser."""
     from dml_desc.conventions import FORMATS
-    b = sub.add_parser("build", help="write an ONNX model with one ResizeGrad (or Resize) node")
+    b = sub.add_parser("build", help="write an ONNX model of the gradient (ResizeGrad, or lowered), or with "
+                       "--forward of the Resize", description="Write an ONNX model for a description. The gradient "
+                       "by default, also for a forward description (torch, tf, onnx Resize, DML RESAMPLE*): "
+                       "ResizeGrad(dY, X, roi, scales) -> dX. A ConvTransposeBackwardData file gives "
+                       "(diff_dst, weights) -> diff_src.")
     b.add_argument("file", metavar="FILE.json")
-    b.add_argument("-o", "--output", required=True)
-    b.add_argument("--from", dest="src", choices=FORMATS, help="input format (guessed when omitted)")
-    b.add_argument("--lowered", action="store_true", help="write the standard-op form directly")
-    b.add_argument("--forward", action="store_true", help="build the forward Resize instead")
+    b.add_argument("-o", "--output", required=True, metavar="OUT.onnx")
+    b.add_argument("--from", dest="src", choices=FORMATS, help="input format (guessed from the keys when omitted)")
+    what = b.add_mutually_exclusive_group()
+    what.add_argument("--lowered", action="store_true",
+                      help="write the gradient as standard ai.onnx ops (runs on any onnxruntime build)")
+    what.add_argument("--forward", action="store_true", help="write the forward Resize instead of the gradient")
     b.add_argument("--dtype", choices=("f32", "f16", "f64"), default="f32")
+    b.add_argument("--semantics", choices=SEMANTICS, help=SEMANTICS_HELP)
     b.set_defaults(func=cmd_build)
     lo = sub.add_parser("lower", help="rewrite every com.microsoft ResizeGrad node into standard ops")
     lo.add_argument("input", metavar="IN.onnx")
     lo.add_argument("-o", "--output", required=True, metavar="OUT.onnx")
     lo.add_argument("--keep-cuda", action="store_true",
-                    help="keep nodes the CUDA kernel supports (linear, 4-D, half_pixel/align_corners)")
+                    help="keep nodes the CUDA kernel supports (linear, 4-D, half_pixel/align_corners); they need "
+                    "the CUDA build of onnxruntime-training (warns when it is absent)")
+    lo.add_argument("--semantics", choices=SEMANTICS, help=SEMANTICS_HELP)
     lo.set_defaults(func=cmd_lower)
 

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import helper
+from numpy.typing import DTypeLike
+from onnx import TensorProto, helper
 
-from dml_desc.conventions.deconv import ConvSpec, to_layout, to_onnx_attrs
+from dml_desc.conventions.deconv import DATA_FORMATS, ConvSpec, to_layout, to_onnx_attrs
+from dml_desc.errors import one_of, require
 
 from .build import IR_VERSION, OPSET, _elem
 
@@ -15,9 +17,14 @@ def _perm_to_ncx(rank: int) -> list:
 
 
 def build_conv_data_grad(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "IOX",
-                         dtype=np.float32) -> onnx.ModelProto:
+                         dtype: DTypeLike = np.float32) -> onnx.ModelProto:
     """Conv(diff_dst, weights) with the transposes NXC and XOI need; runs on any onnxruntime build."""
+    require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (deconv.load gives one)")
+    one_of(data_format, DATA_FORMATS, "data_format")
+    one_of(weights_format, ("IOX", "XOI"), "weights_format")
     elem = _elem(dtype)
+    require(elem != TensorProto.DOUBLE, "dtype", "float64", "onnxruntime's CPU Conv has no double kernel: "
+            "build ConvTransposeBackwardData in float32 or float16")
     rank = len(spec.kernel) + 2
     nodes, x, w = [], "diff_dst", "weights"
     if data_format == "NXC":

@@ -5,12 +5,16 @@
 - block:   every resized axis sums blocks of F outputs (nearest, integer factor): Reshape + ReduceSum
 - resize:  the gradient taps equal (out/in) x the taps of another Resize (e.g. bilinear x2's gradient
            is 4 x an antialiased linear /2 Resize): one onnxruntime Resize node and a Mul
-- gather / dense: per axis, the general sparse form (or a tiny dense MatMul)
+- band / dense: per axis, tiles of X rows each reading a window of dY rows (a Gather, or a Reshape when the
+           windows tile dY), then one batched MatMul; one tile is a dense MatMul. Covers every map.
+- gather:  per axis Gather + Mul + ReduceSum (kept for tables with edge piles)
+The cost model at the end of this file picks among them (onnx_ops.lower._contract).
 """
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from onnx import helper, numpy_helper
@@ -23,6 +27,29 @@ DENSE_MAX_COLS = 16
 CHUNK = 16           # columns per MatMul row in the kron form: measured fastest on onnxruntime CPU (README)
 
 
+class SymbolicDim(int):
+    """A dim known only at run time, on an axis the node does not resize: 1 in arithmetic (the forms only
+    carry it along), read from the tensor's shape where Emitter.reshape needs it."""
+
+    def __new__(cls, axis: int):
+        dim = super().__new__(cls, 1)
+        dim.axis = axis
+        return dim
+
+    def __repr__(self):
+        return f"SymbolicDim(axis={self.axis})"
+
+
+def symbolic_dim(axis: int) -> SymbolicDim:
+    """A placeholder for the size of axis `axis` that is only known at run time (read from Shape())."""
+    return SymbolicDim(axis)
+
+
+def is_symbolic(n) -> bool:
+    """True when `n` is a SymbolicDim rather than an int."""
+    return isinstance(n, SymbolicDim)
+
+
 @dataclass
 class Emitter:
     """Accumulates nodes and initializers under one name prefix."""
@@ -32,27 +59,36 @@ class Emitter:
     nodes: list = field(default_factory=list)
     inits: list = field(default_factory=list)
     count: int = 0
+    dims_from: str = ""   # a tensor whose shape gives the run-time (symbolic) dims, by axis
 
     def name(self, what: str) -> str:
+        """A fresh tensor name under the prefix: `<prefix>_<what><k>`."""
         self.count += 1
         return f"{self.prefix}_{what}{self.count}"
 
     def const(self, value, what: str, dtype=None) -> str:
+        """Add an initializer holding `value` (in `dtype`, default the accumulation type); returns its name."""
         name = self.name(what)
         self.inits.append(numpy_helper.from_array(np.asarray(value, dtype or self.acc), name))
         return name
 
     def node(self, op: str, inputs: list, what: str, **attrs) -> str:
+        """Add one `op` node reading `inputs` with `attrs`; returns its output's name."""
         out = self.name(what)
         self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
         return out
 
     def rename(self, src: str, final: str) -> None:
-        """Make the node that produced `src` write `final` directly (no trailing copy)."""
-        last = next(n for n in reversed(self.nodes) if src in n.output)
+        """Make the node that produced `src` write `final` directly (no trailing copy); an Identity when no node
+        of ours produced it (an identity map: dX is dY)."""
+        last = next((n for n in reversed(self.nodes) if src in n.output), None)
+        if last is None:
+            self.nodes.append(helper.make_node("Identity", [src], [final]))
+            return
         last.output[list(last.output).index(src)] = final
 
     def reduce_sum(self, src: str, axes: list, keepdims: int = 0) -> str:
+        """ReduceSum over `axes` (an input from opset 13, an attribute before)."""
         if self.opset >= 13:
             return self.node("ReduceSum", [src, self.const(axes, "axes", np.int64)], "sum", keepdims=keepdims)
         return self.node("ReduceSum", [src], "sum", axes=axes, keepdims=keepdims)
@@ -64,13 +100,25 @@ class Emitter:
         return self.node("Pad", [src], "padded", pads=pads)
 
     def reshape(self, src: str, shape: list) -> str:
-        return self.node("Reshape", [src, self.const(shape, "shape", np.int64)], "view")
+        """Reshape `src` to `shape` (symbolic dims read at run time)."""
+        return self.node("Reshape", [src, self.shape(shape)], "view")
+
+    def shape(self, shape: list) -> str:
+        """A shape input: a constant, or with symbolic dims read from Shape(dims_from) at run time."""
+        if not any(is_symbolic(n) for n in shape):
+            return self.const(shape, "shape", np.int64)
+        dims = self.node("Shape", [self.dims_from], "dims")
+        parts = [self.node("Gather", [dims, self.const([n.axis], "axis", np.int64)], "dim")
+                 if is_symbolic(n) else self.const([n], "size", np.int64) for n in shape]
+        return self.node("Concat", parts, "shape", axis=0)
 
     def scale(self, src: str, factor: float) -> str:
+        """`src` multiplied by `factor` (no node when it is 1)."""
         return src if factor == 1 else self.node("Mul", [src, self.const(factor, "factor")], "scaled")
 
 
 def taps_close(a: Taps, b: Taps, factor: float = 1.0) -> bool:
+    """True when `a` and `factor` * `b` have the same sparsity and weights equal within float32 rounding."""
     (ra, ca, wa), (rb, cb, wb) = a.merged(), b.merged()
     return (np.array_equal(ra, rb) and np.array_equal(ca, cb)
             and np.allclose(wa, factor * wb, rtol=2e-6, atol=1e-12))
@@ -80,11 +128,15 @@ def taps_close(a: Taps, b: Taps, factor: float = 1.0) -> bool:
 
 @dataclass(frozen=True)
 class KronForm:
+    """The kron form of a gradient: per resized axis a block kernel K (p, q), the other axes' constant weight
+    folded into one scale, and the number of last-axis blocks one MatMul row covers.
+    """
     kernels: dict        # axis -> K (p, q): block b of p dX entries reads block b of q dY entries
     scale: float         # constant weights of the other axes, folded into the MatMul
     chunk: int           # blocks of the last axis per MatMul row (0: the last axis is not resized)
 
     def names(self, rank: int) -> tuple:
+        """The per-axis form names the lowering report prints (kron-matmul, kron-sum, kron-gather)."""
         def name(a, k):
             p, q = k.shape
             if a == rank - 1:
@@ -105,7 +157,7 @@ def kron_form(res: Resampling) -> KronForm | None:
         if a == last and k.size > 1:
             continue
         nonzero = k[k != 0]
-        if not len(nonzero) or np.ptp(nonzero) or (k.shape[1] > 1 and len(nonzero) < k.size):
+        if min(k.shape) > 1 or not len(nonzero) or np.ptp(nonzero) or (k.shape[1] > 1 and len(nonzero) < k.size):
             return None
         scale *= float(nonzero[0])
         if k.size == 1:
@@ -129,6 +181,9 @@ def _chunk(blocks: int, width: int) -> int:
 
 
 def emit_kron(em: Emitter, src: str, res: Resampling, form: KronForm) -> str:
+    """Emit the kron form of the gradient of `res` on `src` (dY): one MatMul on the last axis by a small
+    block-diagonal matrix, ReduceSum / Gather on the other resized axes; returns dX's name.
+    """
     last = len(res.axes) - 1
     shape, cur, flat = list(res.out_shape), src, False
     late = last not in form.kernels and math.prod(res.in_shape) < math.prod(res.out_shape)   # scale the smaller side
@@ -187,6 +242,7 @@ def block_factors(res: Resampling) -> dict | None:
 
 
 def emit_block(em: Emitter, src: str, res: Resampling, blocks: dict) -> str:
+    """Emit the Reshape + ReduceSum form: each resized axis sums blocks of `blocks[axis][0]` dY entries."""
     shape, sum_axes = [], []
     for a, n in enumerate(res.out_shape):
         if a in blocks:
@@ -207,6 +263,7 @@ def _reverse(ax: AxisMap, rounding=Rounding.ROUND_PREFER_FLOOR) -> AxisMap:
 
 
 def resize_candidates(res: Resampling):
+    """Canonical maps whose Resize, scaled by a constant, may equal the gradient of `res` (checked by the caller)."""
     rank = len(res.axes)
     ident = [AxisMap.identity(n) for n in res.out_shape]
     for rounding in Rounding:
@@ -231,15 +288,18 @@ def find_resize(res: Resampling, opset: int):
             continue
         if all(taps_close(gradient_taps(res.axes[a], res), forward_taps(cand.axes[a], cand),
                           res.axes[a].out_size / res.axes[a].in_size) for a in res.resized_axes):
-            try:
-                spelling, _ = onnx_conv.from_canonical(cand, opset=max(opset, 11) if opset < 18 else opset)
+            try:   # Resize-19 is the newest schema: read opsets above 21 as 21
+                spelling, _ = onnx_conv.from_canonical(cand, opset=max(opset, 11) if opset < 18 else min(opset, 21))
             except Exception:
                 continue
+            if spelling.sizes is not None and any(is_symbolic(n) for n in spelling.sizes):
+                continue                   # sizes would bake a run-time dim
             return cand, spelling
     return None
 
 
 def emit_resize(em: Emitter, src: str, res: Resampling, spelling) -> str:
+    """Emit one ONNX Resize of `src` as `spelling` (an OnnxResize: scales or sizes) at the emitter's opset."""
     inputs = [src, "", em.const(spelling.scales, "scales", np.float32)] if spelling.scales is not None else \
         [src, "", "", em.const(spelling.sizes, "sizes", np.int64)]
     if em.opset < 13:
@@ -277,6 +337,9 @@ def split_piles(taps: Taps) -> tuple[Taps, list]:
 
 
 def emit_axis(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tuple[str, str]:
+    """Emit the gather form for one axis: per input index the few dY entries touching it (Gather + Mul +
+    ReduceSum, plus MatMul piles); returns (output name, form name).
+    """
     light, piles = split_piles(taps)
     out, form = _emit_gather(em, src, light, axis, rank)
     for row, first, weights in piles:
@@ -303,3 +366,304 @@ def _emit_gather(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tup
     weight = taps.weight.reshape([taps.rows, taps.width] + [1] * (rank - axis - 1))
     w = em.node("Mul", [g, em.const(weight, "weight")], "weighted")
     return em.reduce_sum(w, [axis + 1]), f"gather-sum x{taps.width}"
+
+
+# ---- band: windows of dY per tile of X, one batched MatMul per axis -------------------------
+
+@dataclass(frozen=True)
+class Band:
+    """One resized axis as tiles of `tile` X rows, each reading a window of `width` consecutive dY rows:
+    dX[t*tile + i] = sum_j matrices[t][i, j] * dY[starts[t] + j]. One matrix when every tile has the same."""
+    axis: int
+    tile: int
+    width: int
+    starts: np.ndarray          # (tiles,)
+    matrices: np.ndarray        # (tiles, tile, width), or (1, tile, width) when shared
+    cols: int                   # dY rows on this axis
+
+    @property
+    def tiles(self) -> int:
+        """The number of tiles of X rows."""
+        return len(self.starts)
+
+    @property
+    def contiguous(self) -> bool:
+        """Windows side by side, no overlap: a Reshape instead of a Gather."""
+        return bool(np.array_equal(self.starts, np.arange(self.tiles) * self.width)) and \
+            self.tiles * self.width == self.cols
+
+    @property
+    def shared(self) -> bool:
+        """True when every tile uses the same matrix."""
+        return self.matrices.shape[0] == 1
+
+    @property
+    def dense(self) -> bool:
+        """True when there is one tile reading every dY row (a plain MatMul)."""
+        return self.tiles == 1 and self.width == self.cols
+
+    def name(self) -> str:
+        """The form name the report prints, e.g. 'band 8x4->2, shared'."""
+        kind = "dense" if self.dense else "band"
+        return f"{kind} {self.tiles}x{self.width}->{self.tile}" + (", shared" if self.shared and self.tiles > 1 else "")
+
+
+def band(taps: Taps, axis: int, tile: int) -> Band | None:
+    """The band spelling of one axis's gradient taps with `tile` X rows per tile (tile divides the axis)."""
+    n, m = taps.rows, taps.cols
+    if n % tile:
+        return None
+    dense = taps.dense()
+    tiles = n // tile
+    blocks = dense.reshape(tiles, tile, m)
+    used = np.any(blocks != 0, axis=1)
+    lo = np.where(used.any(axis=1), used.argmax(axis=1), 0)
+    hi = np.where(used.any(axis=1), m - used[:, ::-1].argmax(axis=1), 1)
+    width = int(min(m, (hi - lo).max()))
+    starts = np.minimum(lo, m - width)
+    mats = np.stack([blocks[t][:, s:s + width] for t, s in enumerate(starts)])
+    if np.all(mats == mats[:1]):
+        mats = mats[:1]
+    return Band(axis, tile, width, starts.astype(np.int64), mats, m)
+
+
+def shared_band(taps: Taps, axis: int, tile: int) -> Band | None:
+    """One matrix for every tile: windows step by m*tile/n dY rows (periodic weights, e.g. integer factors);
+    the window indices clamp at the edges, the way resampling clamps. Proven against the taps: same
+    sparsity, weights within float32 rounding."""
+    n, m = taps.rows, taps.cols
+    if n % tile or (m * tile) % n or n // tile < 3:
+        return None
+    step, mid = m * tile // n, (n // tile) // 2
+    inner = band(Taps(taps.index[mid * tile:(mid + 1) * tile], taps.weight[mid * tile:(mid + 1) * tile], m), 0, tile)
+    if inner.width > m:
+        return None
+    starts = np.arange(n // tile) * step + (int(inner.starts[0]) - mid * step)
+    plan = Band(axis, tile, inner.width, starts, inner.matrices, m)
+    return plan if _band_matches(plan, taps) else None
+
+
+def band_dense(plan: Band, cols: int) -> np.ndarray:
+    """The (rows, cols) matrix a band computes, window indices clamped."""
+    out = np.zeros((plan.tiles * plan.tile, cols))
+    for t, start in enumerate(plan.starts):
+        mat = plan.matrices[0 if plan.shared else t]
+        for j, col in enumerate(np.clip(start + np.arange(plan.width), 0, cols - 1)):
+            out[t * plan.tile:(t + 1) * plan.tile, col] += mat[:, j]
+    return out
+
+
+def _band_matches(plan: Band, taps: Taps) -> bool:
+    got, want = band_dense(plan, taps.cols), taps.dense()
+    return bool(np.array_equal(got != 0, want != 0) and np.allclose(got, want, rtol=2e-6, atol=1e-12))
+
+
+def emit_band(em: Emitter, src: str, plan: Band, shape: list) -> str:
+    """Contract axis `plan.axis` of `src` (of shape `shape`; leading dims may be symbolic: the Reshapes keep
+    them with 0). On the last axis every tile must share one matrix (one MatMul over all windows);
+    `emit_band_transposed` handles per-tile matrices there."""
+    a, rank = plan.axis, len(shape)
+    keep, rest, m = [0] * a, list(shape[a + 1:]), shape[a]
+    if plan.dense:
+        if a == rank - 1:
+            return em.node("MatMul", [src, em.const(plan.matrices[0].T, "dense")], "dense")
+        flat = src if len(rest) == 1 else em.reshape(src, keep + [m, _flat(rest)])
+        out = em.node("MatMul", [em.const(plan.matrices[0], "dense"), flat], "dense")
+        return out if len(rest) == 1 else em.reshape(out, keep + [plan.tile] + rest)
+    if plan.contiguous:
+        windows = em.reshape(src, keep + [plan.tiles, plan.width] + rest)
+    else:
+        index = np.clip(plan.starts[:, None] + np.arange(plan.width), 0, m - 1)
+        windows = em.node("Gather", [src, em.const(index, "window", np.int64)], "windows", axis=a)
+    if a == rank - 1:                  # (..., tiles, width) @ (width, tile)
+        if not plan.shared:
+            raise ValueError("a band on the last axis needs one shared matrix (use emit_band_transposed)")
+        out = em.node("MatMul", [windows, em.const(plan.matrices[0].T, "band")], "band")
+        return em.reshape(out, keep + [plan.tiles * plan.tile])
+    if len(rest) != 1:
+        windows = em.reshape(windows, keep + [plan.tiles, plan.width, _flat(rest)])
+    mats = plan.matrices[0] if plan.shared else plan.matrices
+    out = em.node("MatMul", [em.const(mats, "band"), windows], "band")
+    return em.reshape(out, keep + [plan.tiles * plan.tile] + rest)
+
+
+def emit_band_transposed(em: Emitter, src: str, plan: Band, shape: list) -> str:
+    """The last axis with per-tile matrices: swap the last two axes, contract, swap back."""
+    rank = len(shape)
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    swapped = em.node("Transpose", [src], "swapped", perm=perm)
+    moved = Band(rank - 2, plan.tile, plan.width, plan.starts, plan.matrices, plan.cols)
+    out = emit_band(em, swapped, moved, [shape[p] for p in perm])
+    return em.node("Transpose", [out], "unswapped", perm=perm)
+
+
+def _flat(dims: list) -> int:
+    """The product of trailing dims, or -1 (inferred) when one is known only at run time."""
+    return -1 if any(is_symbolic(d) for d in dims) else math.prod(dims)
+
+
+# ---- the cost model: which spelling to emit --------------------------------------------------
+# Estimated time (ns) of each node, calibrated on the benchmark machine (AMD EPYC, onnxruntime 1.19.2) from
+# single-threaded CPU times (time.thread_time, best of 5: a load-independent proxy on a shared machine; two
+# threads scale every form alike). Measured on 16.7 M float32 values (README "Lowering"):
+#   copy 3.6 ms -> 0.027 ns per byte read or written; Transpose of the last two axes 7.1 ms (twice a copy)
+#   MatMul (M x K) @ (K x N): 130 GMAC/s once N >= 16 (MLAS computes 16 columns at a time), plus ~1 ns
+#     per output row (N = 2: 4.4 ms, N = 32: 2.0 ms for the same data) and ~0.3 us per matrix of a batch
+#   Gather: a copy plus 2.3 ns per copied block (windows on the last axis, blocks of one value: 47.5 ms;
+#     on axis 1, blocks of 256 values: 4.6 ms)
+#   antialiased bilinear /2 Resize 22.4 ms: 0.32 ns per filter tap; Gather + Mul + ReduceSum 75 ms
+#   whole plans on bilinear x2 (8x32x128^2) then fit one factor, 1.4, for MatMul / Gather pipelines (their
+#   intermediates miss the cache): band + dense 24.6-25.0 ms (model 24-25), dense + dense 35.3 (41),
+#   band + transposed band 28.8 (30), band + band on the last axis 40.5 (45), gather form 74.8 (69)
+PIPELINE = 1.4
+NS_PER_BYTE = 0.027
+NS_PER_MAC = 0.009 * PIPELINE
+NS_PER_ROW = 1.0 * PIPELINE
+NS_PER_GEMM = 300.0 * PIPELINE
+NS_PER_BLOCK = 2.3 * PIPELINE
+NS_PER_TAP = 0.32
+NS_PER_NODE = 2e3
+MLAS_COLUMNS = 16
+MAX_TILE = 64
+
+
+def matmul_cost(rows: float, k: int, n: float, gemms: float, moved: float, itemsize: int) -> float:
+    """rows x k times k x n (summed over `gemms` matrices), reading and writing `moved` values."""
+    macs = rows * k * max(n, MLAS_COLUMNS)
+    return rows * NS_PER_ROW + gemms * NS_PER_GEMM + max(moved * itemsize * NS_PER_BYTE * PIPELINE,
+                                                          macs * NS_PER_MAC) + NS_PER_NODE
+
+
+def gather_cost(source: float, out: float, blocks: float, itemsize: int) -> float:
+    """The cost model of a gather/band contraction in ns: bytes moved, blocks and one node's overhead."""
+    return (source + out) * itemsize * NS_PER_BYTE * PIPELINE + blocks * NS_PER_BLOCK + NS_PER_NODE
+
+
+def _swapped(shape: list) -> list:
+    return list(shape[:-2]) + [shape[-1], shape[-2]]
+
+
+def _band_cost(plan: Band, shape: list, n: int, itemsize: int) -> float:
+    """Windows (a Gather unless they are a Reshape) + one MatMul, on a tensor of `shape`."""
+    a, m = plan.axis, shape[plan.axis]
+    lead, trail = math.prod(shape[:a]), math.prod(shape[a + 1:])
+    windows = lead * plan.tiles * plan.width * trail
+    gathered = not (plan.dense or plan.contiguous)
+    cost = gather_cost(lead * m * trail, windows, lead * plan.tiles * plan.width, itemsize) if gathered else 0.0
+    moved = windows + lead * n * trail + plan.matrices.size
+    if a == len(shape) - 1:
+        return cost + matmul_cost(lead * plan.tiles, plan.width, plan.tile, 1, moved, itemsize)
+    return cost + matmul_cost(lead * n, plan.width, trail, lead * plan.tiles, moved, itemsize)
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """How one axis is contracted: a band (dense when one tile), transposed around it on the last axis
+    when its tiles have different matrices, or the gather form."""
+    axis: int
+    kind: str                 # "band", "band-t" or "gather"
+    band: Band | None
+    cost: float
+
+    def name(self) -> str:
+        """The form name the report prints for this axis."""
+        if self.kind == "gather":
+            return "gather"
+        return self.band.name() + (", transposed" if self.kind == "band-t" else "")
+
+
+def axis_options(taps: Taps, axis: int, shape: list, itemsize: int) -> list:
+    """Every spelling of one axis's contraction on a tensor of `shape`, each with its estimated cost."""
+    m, n, last = shape[axis], taps.rows, axis == len(shape) - 1
+    rest = math.prod(shape) / m
+    light, piles = split_piles(taps)       # Gather + Mul + ReduceSum over K taps: measured ~12 passes of K x dX
+    gathered = rest * (m + 12 * n * light.width + n) + 2 * light.index.size + sum(len(w) for _, _, w in piles)
+    out = [AxisPlan(axis, "gather", None, gathered * itemsize * NS_PER_BYTE + (3 + 6 * len(piles)) * NS_PER_NODE)]
+    swap = 2 * rest * (m + n) * itemsize * NS_PER_BYTE * 3 * PIPELINE + 2 * NS_PER_NODE    # two Transposes
+    tiles = {n} | {t for t in range(1, min(n, MAX_TILE) + 1) if n % t == 0}
+    for tile in sorted(tiles, reverse=True):           # on a tie, the larger tile (fewer, larger GEMMs) wins
+        for plan in (shared_band(taps, axis, tile), band(taps, axis, tile)):
+            if plan is None:
+                continue
+            direct = not last or plan.shared
+            if not direct and len(shape) < 2:
+                continue
+            costed = plan if direct else replace(plan, axis=len(shape) - 2)
+            cost = _band_cost(costed, shape if direct else _swapped(shape), n, itemsize) + (0 if direct else swap)
+            out.append(AxisPlan(axis, "band" if direct else "band-t", plan, cost))
+    return out
+
+
+def plan_axes(res: Resampling, itemsize: int = 4) -> tuple:
+    """(per-axis plans in the order to apply them, estimated ns): the cheapest order and spelling."""
+    if not res.resized_axes:
+        return [], 0.0
+    best = (None, math.inf)
+    taps = {a: gradient_taps(res.axes[a], res) for a in res.resized_axes}
+    options = {}
+    for order in itertools.permutations(res.resized_axes):
+        shape, plans, total = list(res.out_shape), [], 0.0
+        for a in order:
+            key = (a, tuple(shape))
+            if key not in options:
+                options[key] = min(axis_options(taps[a], a, shape, itemsize), key=lambda p: p.cost)
+            plans.append(options[key])
+            total += plans[-1].cost
+            shape[a] = res.in_shape[a]
+        last = plans[-1]
+        if last.kind == "band" and not last.band.dense:      # a Reshape writing dX is a full copy
+            total += 2 * math.prod(res.in_shape) * itemsize * NS_PER_BYTE
+        if total < best[1]:
+            best = (plans, total)
+    return best
+
+
+def emit_plan(em: Emitter, src: str, res: Resampling, plans: list) -> tuple:
+    """Emit each axis's plan (band, transposed band or gather) in turn; returns (dX's name, form names)."""
+    shape, cur, names = list(res.out_shape), src, []
+    for p in plans:
+        if p.kind == "gather":
+            cur, name = emit_axis(em, cur, gradient_taps(res.axes[p.axis], res), p.axis, len(shape))
+        else:
+            emit = emit_band if p.kind == "band" else emit_band_transposed
+            cur, name = emit(em, cur, p.band, shape), p.name()
+        names.append(name)
+        shape[p.axis] = res.in_shape[p.axis]
+    return cur, tuple(names)
+
+
+def resize_cost(res: Resampling, cand: Resampling, itemsize: int = 4) -> float:
+    """One onnxruntime Resize: its input and output once, plus every filter tap (separable passes)."""
+    taps, shape = 0.0, list(res.out_shape)
+    for a in reversed(res.resized_axes):
+        shape[a] = res.in_shape[a]
+        taps += math.prod(shape) * forward_taps(cand.axes[a], cand).width
+    moved = (math.prod(res.out_shape) + math.prod(res.in_shape)) * itemsize
+    return moved * NS_PER_BYTE + taps * NS_PER_TAP + 2 * NS_PER_NODE   # moved is in bytes
+
+
+def kron_cost(res: Resampling, form: KronForm, itemsize: int = 4) -> float:
+    """The kron form: its MatMul on the last axis, then a ReduceSum (measured ~3.4 copies of its input:
+    onnxruntime reduces small inner axes one tiny GEMM at a time, README) or a Gather per other axis."""
+    last, shape, cost = len(res.axes) - 1, list(res.out_shape), 0.0
+    if last in form.kernels:
+        p, q = form.kernels[last].shape
+        rows = math.prod(shape) / (form.chunk * q)
+        cost += matmul_cost(rows, form.chunk * q, form.chunk * p, 1, rows * form.chunk * (p + q), itemsize)
+        shape[last] = res.in_shape[last]
+    for a, k in form.kernels.items():
+        if a == last:
+            continue
+        size = math.prod(shape)
+        shape[a] = res.in_shape[a]
+        if k.shape[1] > 1:
+            cost += 3.4 * (size + math.prod(shape)) * itemsize * NS_PER_BYTE + NS_PER_NODE
+        else:
+            cost += gather_cost(size, math.prod(shape), math.prod(shape[:a + 1]), itemsize)
+    return cost
+
+
+def conv_cost(res: Resampling, itemsize: int = 4) -> float:
+    """A depthwise Conv / ConvTranspose (or Reshape + ReduceSum): measured at about four copies of its input
+    and output (nearest x2 on 8x32x128^2: 8-10 ms, README)."""
+    return 4 * (math.prod(res.out_shape) + math.prod(res.in_shape)) * itemsize * NS_PER_BYTE + NS_PER_NODE

@@ -1,83 +1,198 @@
 """Rewrite com.microsoft ResizeGrad nodes into standard ai.onnx ops.
 
-Each node becomes the fastest spelling that the shared gradient taps (dml_desc.weights) prove
-equal to it (onnx_ops.forms, onnx_ops.bridge): for integer factors the kron form (one small
-block-diagonal MatMul on the last axis, ReduceSum / Gather on the others) or else a depthwise Conv
-or ConvTranspose, one onnxruntime Resize where the gradient is another Resize, otherwise per-axis
-Gather + Mul + ReduceSum (a tiny dense MatMul only for axes of at most 16 columns). Cost is
-linear in the tensor size and the sums run in a fixed order, so results are deterministic.
+Each node becomes the spelling that a small cost model estimates fastest among those the shared
+gradient taps (dml_desc.weights) prove equal to it (onnx_ops.forms, onnx_ops.bridge): per-axis
+band / dense MatMuls (tiles of X reading windows of dY; the general form), the kron form for
+integer factors, a depthwise Conv or ConvTranspose, one onnxruntime Resize where the gradient is
+another Resize, or per-axis Gather + Mul + ReduceSum. The sums run in a fixed order, so results
+are deterministic.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from dml_desc.canonical import AxisMap
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 from dml_desc.weights import gradient_taps
 
 from .build import save_atomic
+from .validate import check_resize_grad, check_text, readable
 from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
-from .forms import Emitter, block_factors, emit_axis, emit_block, emit_kron, emit_resize, find_resize, kron_form
+from .dynamic import DynamicPlan, emit_dynamic
+from .forms import (Emitter, block_factors, emit_axis, emit_block, emit_kron, emit_plan, emit_resize, find_resize,
+                    conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, resize_cost, symbolic_dim)
 
+PREFER_RESIZE = 2.0   # one node, no intermediates, the reference's non-finite pattern: kept unless 2x dearer
+
+RUN_TIME_SEMANTICS = "onnxruntime at run time"
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
 
 
 @dataclass
 class Rewrite:
+    """What `lower` did to one ResizeGrad node: its name, mode, resized axes and the form chosen per axis
+    (or kept_native for CUDA). str() gives the one-line report `dml-desc lower` prints.
+    """
     node: str
     mode: str
     axes: tuple
     forms: tuple
     kept_native: bool = False
+    scope: str = ""          # "" for the main graph, else the subgraph attribute or function path
+    dynamic: bool = False    # taps computed at run time (onnx_ops.dynamic)
+    semantics: str = ""      # the ONNX semantics the taps follow (dml_desc.conventions.onnx.SEMANTICS)
 
     def __str__(self):
         how = "kept native (CUDA)" if self.kept_native else ", ".join(f"axis {a}: {f}" for a, f in
                                                                        zip(self.axes, self.forms))
-        return f"{self.node}: {self.mode}; {how}"
+        return f"{self.scope}{self.node}: {self.mode}; {how}"
 
 
-def is_resize_grad(node) -> bool:
+class Lowered(NamedTuple):
+    """What `lower` returns: the rewritten model and one `Rewrite` per ResizeGrad node.
+    Unpacks like a pair (`model, rewrites = lower(m)`); `.save(path)` writes the model atomically."""
+    model: onnx.ModelProto
+    rewrites: list
+
+    def save(self, path: str) -> None:
+        """Write the model to `path` (through a temporary file in the same folder)."""
+        save_atomic(self.model, path)
+
+
+def is_resize_grad(node: onnx.NodeProto) -> bool:
+    """True for a com.microsoft ResizeGrad node (the node `lower` rewrites)."""
     return node.op_type == "ResizeGrad" and node.domain == "com.microsoft"
 
 
-def lower(model: onnx.ModelProto, providers=("CPUExecutionProvider",)) -> tuple[onnx.ModelProto, list]:
-    """A copy of `model` with every ResizeGrad node lowered (or kept where native CUDA fits)."""
+def lower(model: onnx.ModelProto, providers: Sequence[str] = ("CPUExecutionProvider",),
+          semantics: str | None = None) -> Lowered:
+    """A copy of `model` with every ResizeGrad node lowered (or kept where native CUDA fits): in the main
+    graph, in If / Loop / Scan bodies and in model-local functions. The report lists every one."""
+    require(isinstance(model, onnx.ModelProto), "model", type(model).__name__, "must be an onnx.ModelProto")
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    _refuse_nested(out.graph)
-    if not any(is_resize_grad(n) for n in out.graph.node):
-        return out, []
+    if not _holds_resize_grad(out):
+        return Lowered(out, [])
     if not any(o.domain in ("", "ai.onnx") for o in out.opset_import):
         out.opset_import.append(helper.make_opsetid("", 19))     # the standard ops need an ai.onnx import
-    info = _GraphInfo(out)
-    taken = _names(out.graph)
-    nodes, report = [], []
-    for k, node in enumerate(out.graph.node):
+    check_text(out)
+    info = readable("model", _GraphInfo, out)      # a corrupt model is a DescError, not onnx's own exception
+    info.semantics = onnx_conv.resolve_semantics(semantics)   # None: the installed onnxruntime's tie rule
+    report = []
+    _lower_graph(out.graph, info, providers, report, "")
+    for function in out.functions:
+        _lower_function(function, out, info, providers, report)
+    for rewrite in report:      # the dynamic path runs the executing onnxruntime's own Resize: its tie rule
+        rewrite.semantics = RUN_TIME_SEMANTICS if rewrite.dynamic else info.semantics
+    return Lowered(out, report)
+
+
+def _holds_resize_grad(model: onnx.ModelProto) -> bool:
+    return any(is_resize_grad(n) for g in _graphs(model.graph) for n in g.node) or \
+        any(is_resize_grad(n) for f in model.functions for n in f.node)
+
+
+def _graphs(graph):
+    """The graph and every If / Loop / Scan body in it, depth first."""
+    yield graph
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            yield from _graphs(sub)
+
+
+def _subgraphs(node) -> list:
+    return [g for a in node.attribute for g in ([a.g] if a.HasField("g") else []) + list(a.graphs)]
+
+
+def _lower_graph(graph, info, providers, report: list, scope: str) -> None:
+    """Lower the ResizeGrad nodes of one graph (and of its subgraphs) in place."""
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                _lower_graph(sub, info, providers, report, f"{scope}{node.name or node.op_type}.{attr.name}/")
+    nodes = []
+    for k, node in enumerate(graph.node):
         if not is_resize_grad(node):
             nodes.append(node)
             continue
-        r, res, elem = info.read(node)
-        if "CUDAExecutionProvider" in providers and native_cuda_fits(r, res):
-            nodes.append(node)
-            report.append(Rewrite(node.name, res.mode.value, res.resized_axes, (), kept_native=True))
-            continue
-        new, inits, forms = _emit(node, res, elem, _fresh(f"{node.name or 'ResizeGrad'}_{k}", taken), info.opset)
+        new, inits, rewrite = _lower_node(node, k, info, providers, scope)
         nodes.extend(new)
-        out.graph.initializer.extend(inits)
-        report.append(Rewrite(node.name, res.mode.value, res.resized_axes, forms))
-    del out.graph.node[:]
-    out.graph.node.extend(nodes)
-    return out, report
+        graph.initializer.extend(inits)
+        report.append(rewrite)
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def _lower_function(function, model, info, providers, report: list) -> None:
+    """A model-local function's ResizeGrad nodes, lowered in its body (constants as Constant nodes)."""
+    if not any(is_resize_grad(n) for n in function.node):
+        return
+    scope = f"function {function.domain}:{function.name}/" if function.domain else f"function {function.name}/"
+    local = info.for_function(function, model)
+    if not any(o.domain in ("", "ai.onnx") for o in function.opset_import):
+        function.opset_import.append(helper.make_opsetid("", local.opset))
+    nodes = []
+    for k, node in enumerate(function.node):
+        if not is_resize_grad(node):
+            nodes.append(node)
+            continue
+        new, inits, rewrite = _lower_node(node, k, local, providers, scope)
+        base = node.name or f"ResizeGrad_{k}"            # functions hold no initializers: Constant nodes
+        nodes.extend(helper.make_node("Constant", [], [t.name], value=t, name=f"{base}/lowered/Constant_{j}")
+                     for j, t in enumerate(inits))
+        nodes.extend(new)
+        report.append(rewrite)
+    del function.node[:]
+    function.node.extend(nodes)
+
+
+def _lower_node(node, k: int, info, providers, scope: str):
+    """(nodes, initializers, Rewrite) replacing one ResizeGrad; every new node is named after it."""
+    base = node.name or f"ResizeGrad_{k}"
+    prefix = _fresh(f"{base}_{k}" if node.name else base, info.taken)
+    try:
+        check_resize_grad(node, info.types, info.opset, info.consts)    # arity, types, outputs (onnx_ops.validate)
+        read = readable(f"node {node.name or node.op_type}", info.read, node)
+    except DescError as e:            # name where the node is: a subgraph or a function
+        raise DescError(f"{scope}{e.field}", e.value, e.rule) from None
+    if isinstance(read, DynamicRead):
+        require(info.semantics != "onnx-spec" or read.plan.attrs.get("mode", "nearest") != "nearest",
+                f"{scope}node {node.name or node.op_type}.semantics", info.semantics,
+                "cannot be followed with shapes or scales known only at run time: the dynamic path uses the "
+                "executing onnxruntime's Resize and so its nearest tie rule")
+        new, inits = _emit_dynamic(node, read.plan, read.elem, prefix, info.opset)
+        rewrite = Rewrite(node.name, read.plan.attrs.get("mode", "nearest"), tuple(a for a, _ in read.plan.axes),
+                          ("dynamic: Resize(identity) + MatMul",) * len(read.plan.axes), scope=scope,
+                          dynamic=True)
+    else:
+        r, res, elem = read
+        if "CUDAExecutionProvider" in providers and native_cuda_fits(r, res):
+            return [node], [], Rewrite(node.name, res.mode.value, res.resized_axes, (), kept_native=True,
+                                       scope=scope)
+        new, inits, forms = _emit(node, res, elem, prefix, info.opset)
+        rewrite = Rewrite(node.name, res.mode.value, res.resized_axes, forms, scope=scope)
+    for i, n in enumerate(new):
+        n.name = n.name or f"{base}/lowered/{n.op_type}_{i}"
+    return new, inits, rewrite
 
 
 def _names(graph) -> set:
     names = {t.name for t in graph.initializer} | {v.name for v in list(graph.input) + list(graph.output)}
     return names | {o for n in graph.node for o in n.output} | {i for n in graph.node for i in n.input}
+
+
+def _model_names(model: onnx.ModelProto) -> set:
+    names = set().union(*(_names(g) for g in _graphs(model.graph)))
+    for f in model.functions:
+        names |= set(f.input) | set(f.output) | {o for n in f.node for o in list(n.output) + list(n.input)}
+    return names
 
 
 def _fresh(prefix: str, taken: set) -> str:
@@ -90,85 +205,231 @@ def _fresh(prefix: str, taken: set) -> str:
     return candidate
 
 
-def _refuse_nested(graph) -> None:
-    """ResizeGrad inside a subgraph (If / Loop / Scan bodies) is not lowered: say so instead of skipping it."""
-    for node in graph.node:
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                hit = next((n for n in sub.node if is_resize_grad(n)), None)
-                require(hit is None, f"node {node.name or node.op_type}.{attr.name}", hit.name if hit else None,
-                        "holds a ResizeGrad in a subgraph; lowering rewrites the main graph only")
-                _refuse_nested(sub)
-
-
 def native_cuda_fits(r: onnx_conv.OnnxResize, res) -> bool:
     """onnxruntime's CUDA ResizeGrad: linear, 4-D, half_pixel or align_corners, no antialias or axes."""
     ctm = r.attr("coordinate_transformation_mode", "half_pixel")
     return (res.mode.value == "linear" and len(res.axes) == 4 and ctm in ("half_pixel", "align_corners")
             and not r.attr("antialias", 0) and r.attr("axes") is None
-            and r.attr("keep_aspect_ratio_policy", "stretch") == "stretch" and set(res.resized_axes) <= {2, 3})
+            and r.attr("keep_aspect_ratio_policy", "stretch") == "stretch" and set(res.resized_axes) <= {2, 3}
+            and not any(is_symbolic(n) for n in res.in_shape + res.out_shape))
+
+
+@dataclass
+class DynamicRead:
+    """A ResizeGrad whose shapes are symbolic: the plan computing its taps at run time, and the element type."""
+    plan: DynamicPlan
+    elem: int | None
+
+
+def _constants(nodes) -> dict:
+    """Outputs of ai.onnx Constant nodes holding a tensor (value) or a float / int list."""
+    out = {}
+    for n in nodes:
+        if n.op_type != "Constant" or n.domain not in ("", "ai.onnx"):
+            continue
+        for a in n.attribute:
+            if a.name == "value":
+                out[n.output[0]] = numpy_helper.to_array(a.t)
+            elif a.name in ("value_floats", "value_float"):
+                out[n.output[0]] = np.asarray(helper.get_attribute_value(a), np.float32)
+            elif a.name in ("value_ints", "value_int"):
+                out[n.output[0]] = np.asarray(helper.get_attribute_value(a), np.int64)
+    return out
 
 
 class _GraphInfo:
-    """Static shapes, element types and constant inputs of a model."""
+    """Shapes, element types and constant inputs of a model (or of one function body)."""
 
-    def __init__(self, model: onnx.ModelProto):
+    def __init__(self, model: onnx.ModelProto | None = None):
+        self.ranks = {}      # function inputs: the rank every call site gives them
+        if model is None:
+            return
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 19)
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-        g = inferred.graph
-        self.types = {v.name: v.type.tensor_type for v in list(g.input) + list(g.value_info) + list(g.output)}
-        self.consts = {t.name: t for t in model.graph.initializer}
-        for n in model.graph.node:
-            if n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
-                value = next((a.t for a in n.attribute if a.name == "value"), None)
-                if value is not None:
-                    self.consts[n.output[0]] = value
+        self.types = {v.name: v.type.tensor_type for g in _graphs(inferred.graph)
+                      for v in list(g.input) + list(g.value_info) + list(g.output)}
+        self.consts = {t.name: numpy_helper.to_array(t) for g in _graphs(model.graph) for t in g.initializer
+                       if t.data_location != TensorProto.EXTERNAL}
+        self.consts.update(_constants(n for g in _graphs(model.graph) for n in g.node))
+        # an initializer that is also a graph input is a default that a feed replaces: read at run time
+        # (before IR 4 every initializer had to be an input, so there it is a constant)
+        self.runtime = {v.name for v in model.graph.input} if model.ir_version >= 4 else set()
+        self.taken = _model_names(model)
 
-    def shape(self, node, index: int, role: str, static: bool = True) -> list:
-        name = node.input[index] if len(node.input) > index else ""
-        where = f"node {node.name or node.op_type}.{role}"
-        require(bool(name) and name in self.types, where, name, "needs a known type and shape (run shape inference)")
-        dims = self.types[name].shape.dim
-        shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
-        require(not static or all(isinstance(d, int) for d in shape), where, shape,
-                "has symbolic dims; lowering needs static shapes (fix the dims, e.g. with "
-                "onnxruntime.tools.make_dynamic_shape_fixed)")
-        return shape
+    def for_function(self, function, model) -> "_GraphInfo":
+        local = _GraphInfo()
+        opsets = {o.domain: o.version for o in function.opset_import}
+        local.opset = opsets.get("", opsets.get("ai.onnx", self.opset))
+        local.semantics = self.semantics
+        local.types, local.runtime, local.taken = {}, set(), self.taken
+        local.consts = _constants(function.node)
+        local.ranks = self._call_ranks(function, model)
+        return local
 
-    def const(self, node, index: int, role: str):
+    def _call_ranks(self, function, model) -> dict:
+        """{function input: rank} from the shapes at every call site; different ranks are refused."""
+        seen = {}
+        for g in _graphs(model.graph):
+            for call in g.node:
+                if call.op_type != function.name or call.domain != function.domain:
+                    continue
+                for formal, actual in zip(function.input, call.input):
+                    t = self.types.get(actual)
+                    if t is not None and t.HasField("shape"):
+                        seen.setdefault(formal, {})[len(t.shape.dim)] = call.name or call.op_type
+        for formal, ranks in seen.items():
+            require(len(ranks) == 1, f"function {function.name}.{formal}", sorted(ranks),
+                    f"is called with inputs of different ranks (by {sorted(ranks.values())}); "
+                    "a ResizeGrad in the function is lowered for one rank")
+        return {formal: next(iter(ranks)) for formal, ranks in seen.items()}
+
+    def dims(self, name: str):
+        """Dims (int, or the dim_param / None when symbolic) of a tensor, or None when its rank is unknown."""
+        t = self.types.get(name)
+        if t is None or not t.HasField("shape"):
+            return [None] * self.ranks[name] if name in self.ranks else None
+        return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim]
+
+    def const(self, node, index: int):
+        """(values, name): a constant's values, (None, name) when read at run time, (None, "") when absent."""
         name = node.input[index] if len(node.input) > index else ""
-        if not name:
-            return None
-        require(name in self.consts, f"node {node.name or node.op_type}.{role}", name,
-                "must be a constant (initializer or Constant node) to be lowered")
-        values = numpy_helper.to_array(self.consts[name]).ravel().tolist()
-        return values or None
+        if not name or name in self.runtime or name not in self.consts:
+            return None, name
+        return self.consts[name].ravel().tolist(), name
 
     def read(self, node):
-        where = node.name or node.op_type
-        require(len(node.input) >= 2, f"node {where}.inputs", list(node.input), "ResizeGrad needs dY and X")
-        x = self.shape(node, 1, "X")
-        roi, scales = self.const(node, 2, "roi"), self.const(node, 3, "scales")
-        dy = self.shape(node, 0, "dY", static=not scales)      # with scales, X alone fixes the shapes
-        require(len(dy) == len(x), f"node {where}.dY", dy, f"rank must equal X's rank {len(x)}")
+        """The static (OnnxResize, Resampling, elem) of a node, or a DynamicRead when something is run time."""
+        where = f"node {node.name or node.op_type}"
+        require(len(node.input) >= 2 and node.input[0] and node.input[1], f"{where}.inputs", list(node.input),
+                "ResizeGrad needs dY and X")
         attrs = {a.name: _attr(a) for a in node.attribute}
-        axes = attrs.get("axes")
-        require(bool(scales) or attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch",
-                f"node {where}.keep_aspect_ratio_policy", attrs.get("keep_aspect_ratio_policy"),
+        (roi, roi_name), (scales, scales_name) = self.const(node, 2), self.const(node, 3)
+        x, dy = self.dims(node.input[1]), self.dims(node.input[0])
+        rank = _rank(where, x, dy, attrs, scales, roi)
+        x, dy = x or [None] * rank, dy or [None] * rank
+        require(len(dy) == len(x), f"{where}.dY", dy, f"rank must equal X's rank {len(x)}")
+        has_scales = bool(scales_name) and (scales is None or len(scales) > 0)
+        require(has_scales or attrs.get("keep_aspect_ratio_policy", "stretch") == "stretch",
+                f"{where}.keep_aspect_ratio_policy", attrs.get("keep_aspect_ratio_policy"),
                 "needs the scales input: without it the scale comes from the shapes of X and dY, "
                 "which cannot recover the forward's single aspect-preserving scale")
-        sizes = None if scales else ([dy[a] for a in axes] if axes else dy)
-        r = onnx_conv.OnnxResize(x, attrs, roi, scales, sizes, opset=max(self.opset, 10), op_type="ResizeGrad")
-        try:
-            res = onnx_conv.to_canonical(r)
-        except DescError as e:
-            raise DescError(f"node {where}.{e.field}", e.value, e.rule) from None
-        require(all(not isinstance(d, int) or d == o for d, o in zip(dy, res.out_shape)), f"node {where}.dY", dy,
+        axes = _checked(where, lambda: _axes_of(attrs, x, scales, roi, roi_name, has_scales, self.opset))
+        elem = self._elem(node)
+        kinds = [_axis_kind(a, pos, x, dy, scales if has_scales else None, has_scales, roi, attrs)
+                 for pos, a in enumerate(axes)]
+        if "dynamic" not in kinds:
+            return self._static(node, where, attrs, x, dy, axes, kinds, roi, scales if has_scales else None, elem)
+        return DynamicRead(_plan(where, attrs, rank, axes, kinds, scales, scales_name if has_scales else "",
+                                 roi_name, elem, self.opset), elem)
+
+    def _elem(self, node):
+        for name in (node.input[1], node.input[0]):
+            t = self.types.get(name)
+            if t is not None and t.elem_type:
+                require(t.elem_type in NP_OF, f"node {node.name or node.op_type}.X",
+                        TensorProto.DataType.Name(t.elem_type), "ResizeGrad takes float16, float or double")
+                return t.elem_type
+        return None
+
+    def _static(self, node, where, attrs, x, dy, axes, kinds, roi, scales, elem):
+        """Static taps: every resized axis has static sizes; unresized run-time dims become placeholders."""
+        unresized = {a for a, kind in zip(axes, kinds) if kind == "same"} | set(range(len(x))) - set(axes)
+        same = {a: next((d for d in (x[a], dy[a]) if isinstance(d, int)), None) for a in unresized}
+        run_time = [a for a, d in same.items() if d is None]          # 1 stands in, then a SymbolicDim
+        x = [(same[a] or 1) if a in same else d for a, d in enumerate(x)]
+        dy = [(same[a] or 1) if a in same else d for a, d in enumerate(dy)]
+        require(scales is not None or all(isinstance(d, int) for d in dy), f"{where}.dY", dy,
+                "needs a known shape (run shape inference)")
+        sizes = None if scales is not None else [dy[a] for a in axes] if "axes" in attrs else dy
+        r = onnx_conv.OnnxResize(x, attrs, roi, scales, sizes, opset=min(max(self.opset, 10), 21),
+                                 op_type="ResizeGrad")
+        res = _checked(where, lambda: onnx_conv.to_canonical(r, self.semantics))
+        require(all(not isinstance(d, int) or d == o for d, o in zip(dy, res.out_shape)), f"{where}.dY", dy,
                 f"must have the forward output shape {list(res.out_shape)}")
-        elem = self.types[node.input[1]].elem_type
-        require(elem in NP_OF, f"node {where}.X", TensorProto.DataType.Name(elem),
-                "ResizeGrad takes float16, float or double")
+        require(elem is not None, f"{where}.X", node.input[1], "needs a known element type (run shape inference)")
+        if run_time:
+            res = res.with_(axes=tuple(AxisMap.identity(symbolic_dim(a)) if a in run_time else m
+                                       for a, m in enumerate(res.axes)))
         return r, res, elem
+
+
+def _checked(where: str, read):
+    try:
+        return read()
+    except DescError as e:
+        raise DescError(f"{where}.{e.field}", e.value, e.rule) from None
+
+
+def _rank(where, x, dy, attrs, scales, roi) -> int:
+    """X's rank: from the shapes, else from scales / roi without an axes attribute (a function body)."""
+    for dims in (x, dy):
+        if dims is not None:
+            return len(dims)
+    if "axes" not in attrs and scales:
+        return len(scales)
+    if "axes" not in attrs and roi:
+        return len(roi) // 2
+    raise DescError(f"{where}.X", None, "has no known rank: give X a shape (shape inference), or a constant "
+                    "scales input, or call the function with inputs of known shape")
+
+
+def _axes_of(attrs, x, scales, roi, roi_name, has_scales, opset):
+    """The axes the scales / sizes / roi entries refer to (validated by the ONNX convention reader)."""
+    rank = len(x)
+    stand_in = [d if isinstance(d, int) else 2 ** (30 // rank) for d in x]      # run-time dims: large, in budget
+    dummy = onnx_conv.OnnxResize(stand_in, attrs, opset=min(max(opset, 10), 21), op_type="ResizeGrad")
+    axes = dummy.attr("axes")
+    n = len(axes) if isinstance(axes, list) else rank
+    if dummy.attr("coordinate_transformation_mode") == "tf_crop_and_resize":
+        dummy.roi = roi if roi is not None or not roi_name else [0.0] * n + [1.0] * n
+    if has_scales:
+        dummy.scales = scales if scales is not None else [1.0] * n
+    else:
+        dummy.sizes = [2] * n
+    onnx_conv.to_canonical(dummy)                  # every attribute and constant input checked, by name
+    return [a % rank for a in axes] if axes is not None else list(range(rank))
+
+
+def _axis_kind(a, pos, x, dy, scales, has_scales, roi, attrs) -> str:
+    """'same' (not resized), 'static' (resized, sizes known now) or 'dynamic' (decided at run time)."""
+    tf_crop = attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
+    if has_scales:
+        if scales is None:
+            return "dynamic"
+        if np.float32(scales[pos]) == 1:
+            return "same"
+        return "static" if isinstance(x[a], int) and (roi is not None or not tf_crop) else "dynamic"
+    if isinstance(x[a], int) and isinstance(dy[a], int):
+        if x[a] == dy[a]:
+            return "same"
+        return "static" if roi is not None or not tf_crop else "dynamic"
+    return "same" if x[a] is not None and x[a] == dy[a] else "dynamic"     # one dim_param: equal sizes
+
+
+def _plan(where, attrs, rank, axes, kinds, scales, scales_name, roi_name, elem, opset) -> DynamicPlan:
+    require(bool(scales_name) or opset >= 11, f"{where}.scales", None,
+            "Resize-10 has no sizes input: a ResizeGrad at opset 10 needs scales")
+    require(elem is not None or opset >= 15, f"{where}.X", None,
+            f"needs a known element type at opset {opset} (CastLike, opset 15, would read it at run time)")
+    moved = [(a, pos) for pos, (a, kind) in enumerate(zip(axes, kinds)) if kind != "same"]
+    # onnxruntime copies when the whole shape is unchanged: an axis with a scale in (1, 2) may keep its size
+    # while another changes, and must then be resampled (sizes give scale 1 exactly to unchanged axes)
+    stretch = bool(scales_name) and (scales is None or any(1 < np.float32(scales[pos]) < 2 for _, pos in moved))
+    return DynamicPlan(rank, tuple(moved), attrs, scales_name, roi_name, len(axes), stretch, elem is not None)
+
+
+def _emit_dynamic(node, plan: DynamicPlan, elem, prefix: str, opset: int):
+    """Nodes and initializers of the dynamic path (onnx_ops.dynamic) with dX written by the last node."""
+    em = Emitter(prefix, opset, np.float64 if elem == TensorProto.DOUBLE else np.float32)
+    cur = node.input[0]
+    if elem == TensorProto.FLOAT16:
+        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
+    cur = emit_dynamic(em, cur, node.input[1], plan)
+    if elem == TensorProto.FLOAT16:
+        em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
+    else:
+        em.rename(cur, node.output[0])
+    return em.nodes, em.inits
 
 
 def _attr(a):
@@ -178,7 +439,7 @@ def _attr(a):
 
 def _emit(node, res, elem: int, prefix: str, opset: int = 19):
     """Nodes and initializers computing dX from dY: the fastest form the taps prove equal."""
-    em = Emitter(prefix, opset, NP_OF[elem])
+    em = Emitter(prefix, opset, NP_OF[elem], dims_from=node.input[0])   # run-time dims read from dY
     cur = node.input[0]
     if elem == TensorProto.FLOAT16:
         cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
@@ -191,10 +452,14 @@ def _emit(node, res, elem: int, prefix: str, opset: int = 19):
 
 
 def _contract(em: Emitter, cur: str, res):
+    """dX from dY in the form the cost model (onnx_ops.forms) estimates fastest among those the taps prove:
+    the band / dense / gather plan, kron, the one-node Conv forms, or a Resize (README "Lowering")."""
     kron = kron_form(res)
-    if kron is not None:     # measured faster than the Conv / ConvTranspose forms (README, benchmark)
+    plans, cost = plan_axes(res, np.dtype(em.acc).itemsize)    # band / dense MatMuls or gathers, by cost
+    if kron is not None and kron_cost(res, kron) <= cost:   # measured faster than Conv / ConvTranspose (README)
         return emit_kron(em, cur, res, kron), kron.names(len(res.axes))
     f32 = em.acc is np.float32             # onnxruntime's CPU Conv, ConvTranspose and Resize are float32 here
+    f32 = f32 and kron is None and conv_cost(res) <= cost
     blocks = block_factors(res)
     parts = deconv_form(res) if f32 and blocks else None
     single = combined(res, parts) if parts else None
@@ -203,33 +468,56 @@ def _contract(em: Emitter, cur: str, res):
     spread = spread_form(res) if f32 else None
     if spread is not None:   # integer downsampling: measured faster than a nearest Resize (README)
         return emit_spread(em, cur, res, spread), ("conv_transpose",) * len(res.resized_axes)
-    if blocks:
+    if blocks and f32:
         return emit_block(em, cur, res, blocks), ("block-sum",) * len(blocks)
-    found = find_resize(res, em.opset) if f32 else None
-    if found:
+    found = find_resize(res, em.opset) if em.acc is np.float32 else None
+    if found and resize_cost(res, found[0]) <= PREFER_RESIZE * cost:
         cand, spelling = found
         form = f"Resize({cand.mode.value}{', antialias' if cand.antialias else ''})"
         return emit_resize(em, cur, res, spelling), (form,) * len(res.resized_axes)
-    forms = []
-    for axis in res.resized_axes:
-        cur, form = emit_axis(em, cur, gradient_taps(res.axes[axis], res), axis, len(res.axes))
-        forms.append(form)
-    return cur, tuple(forms)
+    cur, names = emit_plan(em, cur, res, plans)
+    order = {p.axis: name for p, name in zip(plans, names)}
+    return cur, tuple(order[a] for a in res.resized_axes)
 
 
-def lower_file(src: str, dst: str, providers=("CPUExecutionProvider",)) -> list:
-    """Lower a model file; `dst` may equal `src`. Written atomically; external data is kept."""
-    model = onnx.load(src, load_external_data=False)
-    lowered, report = lower(model, providers)
+def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProvider",),
+               semantics: str | None = None) -> list[Rewrite]:
+    """Lower a model file; `dst` may equal `src`. Written atomically, after onnx's full check and an onnxruntime
+    load; external data is kept, and read relative to the model file (not the working directory)."""
+    from .validate import load_model
+    model = load_model(src)           # a DescError for a folder, an empty, truncated or non-ONNX file
     src_dir, dst_dir = os.path.dirname(os.path.abspath(src)), os.path.dirname(os.path.abspath(dst))
-    has_external = any(t.data_location == TensorProto.EXTERNAL for t in lowered.graph.initializer)
-    if has_external and src_dir != dst_dir:
+    external = {t.name: t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL}
+    reading = _with_resize_grad_constants(model, external, src_dir)
+    lowered, report = lower(reading, providers, semantics)
+    if external and src_dir == dst_dir:
+        for t in lowered.graph.initializer:       # the data file stays as it is: keep every reference to it
+            if t.name in external:
+                t.CopyFrom(external[t.name])
+    elif external:
         onnx.external_data_helper.load_external_data_for_model(lowered, src_dir)
-        locations = {t.name: _location(t) for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL}
+        locations = {_location(t) for t in external.values()}
         onnx.external_data_helper.convert_model_to_external_data(lowered, all_tensors_to_one_file=True,
-                                                                 location=sorted(set(locations.values()))[0])
+                                                                 location=sorted(locations)[0])
     save_atomic(lowered, dst)
     return report
+
+
+def _with_resize_grad_constants(model, external: dict, folder: str):
+    """A copy of `model` whose external roi / scales tensors (those ResizeGrad nodes read) are loaded from
+    `folder`, the model file's own folder, so they lower as the constants they are."""
+    wanted = {n.input[i] for g in _graphs(model.graph) for n in g.node if is_resize_grad(n)
+              for i in (2, 3) if len(n.input) > i} & set(external)
+    if not wanted:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for t in copy.graph.initializer:
+        if t.name in wanted:
+            onnx.external_data_helper.load_external_data_for_tensor(t, folder)
+            t.data_location = TensorProto.DEFAULT
+            del t.external_data[:]
+    return copy
 
 
 def _location(tensor) -> str:

@@ -1,6 +1,7 @@
 """A corpus of invalid descriptors and attribute sets: each raises DescError naming the field."""
 import copy
 
+import numpy as np
 import pytest
 
 from dml_desc import DescError, conventions, dmljson
@@ -199,3 +200,387 @@ def test_refusals_say_why(fmt, obj, field, why):
 def test_json_text_errors():
     with pytest.raises(DescError, match="json"):
         dmljson.loads("{not json")
+
+
+# ---- issue 12: hostile input, class by class. Each case names the user's own field. ------------------------
+
+BIG = 10 ** 400
+CONV_DML = {"Operator": "DML_OPERATOR_CONVOLUTION",
+            "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 2, 5, 5]},
+            "FilterTensor": {"DataType": "FLOAT32", "Sizes": [3, 2, 3, 3]},
+            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 3, 3, 3]},
+            "Strides": [1, 1], "Dilations": [1, 1], "StartPadding": [0, 0], "EndPadding": [0, 0],
+            "OutputPadding": [0, 0]}
+CONV_ONNX = {"op_type": "Conv", "input_shape": [1, 4, 5, 5], "weights_shape": [2, 4, 3, 3],
+             "attributes": {"strides": [2, 1], "pads": [1, 0, 1, 0]}}
+
+
+def conv_dml_with(**changes):
+    d = copy.deepcopy(CONV_DML)
+    for path, value in changes.items():
+        keys, target = path.split("__"), d
+        for k in keys[:-1]:
+            target = target[k]
+        target[keys[-1]] = value
+    return d
+
+
+def conv_onnx_with(attributes=None, **kw):
+    d = copy.deepcopy(CONV_ONNX)
+    d["attributes"].update(attributes or {})
+    d.update(kw)
+    return d
+
+
+def deconv_onednn_with(attrs=None, inputs=None):
+    import json
+    import os
+    d = json.load(open(os.path.join(os.path.dirname(__file__), "..", "conformance", "data", "onednn-graph-json",
+                                    "deconv_bwd_d.json")))
+    op = d["graph"][0]
+    for k, v in (attrs or {}).items():
+        op["attrs"][k] = {"type": "s64[]", "value": v}
+    for i, changes in (inputs or {}).items():
+        op["inputs"][i].update(changes)
+    return d
+
+
+HOSTILE = [
+    # numbers: huge integers, float32 overflow, products overflowing, bools as integers, 2.0 as an integer
+    ("dml", dml_with(Scales=[1, 1, BIG, 1.5]), "Scales[2]"),
+    ("dml", dml_with(Scales=[1, 1, 1e39, 1.5]), "Scales[2]"),
+    ("dml", dml_with(Scales=[1, 1, 1e-50, 1.5]), "Scales[2]"),
+    ("dml", dml_with(InputPixelOffsets=[0.5, 0.5, 1e39, 0.5]), "InputPixelOffsets[2]"),
+    ("dml", dml_with(Scales=[1, 1, True, 1.5]), "Scales[2]"),
+    ("dml", dml_with(DimensionCount=4.0), "DimensionCount"),
+    ("dml", dml_with(DimensionCount=True), "DimensionCount"),
+    ("dml", dml_with(InputGradientTensor__DimensionCount=4.0), "InputGradientTensor.DimensionCount"),
+    ("dml", dml_with(InputGradientTensor__Sizes=[1, 1, True, 3]), "InputGradientTensor.Sizes[2]"),
+    ("dml", dml_with(InputGradientTensor__GuaranteedBaseOffsetAlignment=True), "GuaranteedBaseOffsetAlignment"),
+    ("dml", dml_with(InputGradientTensor__TotalTensorSizeInBytes=2 ** 64), "TotalTensorSizeInBytes"),
+    ("dml", dml_with(InputGradientTensor__TotalTensorSizeInBytes=BIG), "TotalTensorSizeInBytes"),
+    ("onnx", onnx_with(scales=[1, 1, BIG, 2]), "scales[2]"),
+    ("onnx", onnx_with(scales=[1, 1, 1e38, 1e38]), "scales"),
+    ("onnx", onnx_with(scales=[1, 1, 1e39, 2]), "scales[2]"),
+    ("onnx", onnx_with({"mode": "cubic", "cubic_coeff_a": BIG}), "cubic_coeff_a"),
+    ("onnx", onnx_with({"mode": "linear", "antialias": True}), "antialias"),
+    ("onnx", onnx_with({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+                       roi=[0, 0, 0, 0, 1, 1, 1, 1e39]), "roi[7]"),
+    ("onnx", onnx_with(input_shape=[1, 1, BIG, 4]), "input_shape"),
+    ("onnx", onnx_with(opset=True), "opset"),
+    ("torch", torch_with(size=KeyError, scale_factor=[BIG, 1.0]), "scale_factor[0]"),
+    ("torch", torch_with(size=KeyError, scale_factor=[1e300, 1.0]), "scale_factor"),
+    ("torch", torch_with(size=[True, 4]), "size[0]"),
+    ("tf", tf_with(size=[BIG, 4]), "size"),
+    ("tf", tf_with(size=[True, 4]), "size"),
+    ("onednn", onednn_with({"scales": [BIG, 2.0], "sizes": None}), "scales[0]"),
+    ("onednn", onednn_with({"scales": [1e30, 2.0], "sizes": None}), "scales[0]"),
+    # sizes: one budget (2^40 elements) at every loader, and a per-axis budget for materialised tables
+    ("dml", dml_with(InputGradientTensor__Sizes=[2 ** 20, 2 ** 20, 2, 3]), "InputGradientTensor.Sizes"),
+    ("onnx", onnx_with(input_shape=[2 ** 80, 1, 4, 4]), "input_shape"),
+    ("onnx", onnx_with(scales=None, sizes=[1, 1, 2 ** 62, 4]), "sizes"),
+    ("onnx", onnx_with({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, scales=None,
+                       sizes=[1, 1, 10 ** 8, 4], roi=[0, 0, 0, 0, 1, 1, 1, 1]), "sizes[2]"),
+    ("torch", torch_with(input_shape=[1, 1, 2 ** 62, 4], size=[2 ** 62, 4]), "input_shape"),
+    ("torch", torch_with(size=[2 ** 100, 4]), "size"),
+    ("tf", tf_with(input_shape=[1, 2 ** 70, 4, 1], size=[4, 4]), "input_shape"),
+    ("tf", tf_with(size=[10 ** 8, 4], method="bicubic"), "size[0]"),
+    ("onednn", onednn_with({"sizes": [2 ** 60, 8]}, inputs=[{"shape": [1, 2, 4, 4]}, {"shape": [1, 2, 2 ** 60, 8]}]),
+     "inputs[1].shape"),
+    # oneDNN dtype: read and checked
+    ("onednn", onednn_with(inputs=[{"shape": [1, 2, 4, 4], "dtype": "complex128"}, {"shape": [1, 2, 8, 8]}]),
+     "inputs[0].dtype"),
+    ("onednn", onednn_with(inputs=[{"shape": [1, 2, 4, 4], "dtype": "s8"}, {"shape": [1, 2, 8, 8]}]),
+     "inputs[0].dtype"),
+    ("onednn", onednn_with(inputs=[{"shape": [1, 2, 4, 4], "dtype": ["f32"]}, {"shape": [1, 2, 8, 8]}]),
+     "inputs[0].dtype"),
+    ("onednn", onednn_with(inputs=[{"shape": [1, 2, 4, 4], "dtype": "f32"}, {"shape": [1, 2, 8, 8], "dtype": "f16"}]),
+     "inputs[1].dtype"),
+    # strictness: names compared exactly (no Unicode case folding), "Type" used, huge keys cut
+    ("dml", dml_with(InputGradientTensor__DataType="ﬂoat32"), "InputGradientTensor.DataType"),
+    ("dml", dml_with(InterpolationMode="nearest_neıghbor"), "InterpolationMode"),
+    ("dml", dml_with(Type="DML_OPERATOR_RESAMPLE1"), "Type"),
+    ("dml", dml_with(InputGradientTensor__Type="DML_TENSOR_TYPE_INVALID"), "InputGradientTensor.Type"),
+    ("onnx", onnx_with({"mode": "nearest_neıghbor"}), "mode"),
+    ("tf", tf_with(method="ｂilinear"), "method"),
+]
+
+
+@pytest.mark.parametrize("fmt,obj,field", HOSTILE, ids=[f"{i}-{c[0]}-{c[2]}" for i, c in enumerate(HOSTILE)])
+def test_hostile_input_names_the_users_field(fmt, obj, field):
+    with pytest.raises(DescError) as info:
+        conventions.load(fmt, obj)
+    assert info.value.field.endswith(field) or info.value.field == field, str(info.value)
+    assert len(str(info.value)) < 600
+
+
+def test_sizes_below_the_element_budget_still_load_fast_per_axis():
+    import time
+    from dml_desc import budget
+    start = time.perf_counter()
+    for fmt, obj in (("tf", tf_with(size=[10 ** 8, 4], method="bicubic")),
+                     ("onnx", onnx_with({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+                                        scales=None, sizes=[1, 1, 10 ** 8, 4], roi=[0, 0, 0, 0, 1, 1, 1, 1]))):
+        with pytest.raises(DescError, match="per-axis budget"):
+            conventions.load(fmt, obj)
+    assert time.perf_counter() - start < 2, "the budget refuses before anything is built"
+    assert budget.max_axis() < 10 ** 8 <= budget.max_elements()
+
+
+def test_the_budget_is_settable():
+    from dml_desc import budget
+    previous = budget.set_limits(elements=1000)
+    try:
+        with pytest.raises(DescError, match="size budget of 1000") as info:
+            conventions.load("tf", tf_with(input_shape=[1, 40, 40, 1], size=[8, 8]))
+        assert info.value.field == "input_shape"
+        with pytest.raises(DescError):
+            budget.set_limits(elements=0)
+    finally:
+        budget.set_limits(**previous)
+    conventions.load("tf", tf_with(input_shape=[1, 40, 40, 1], size=[8, 8]))
+
+
+def test_huge_unknown_keys_are_shortened_everywhere():
+    key = "k" * 10 ** 6
+    for fmt, obj in (("dml", dml_with(**{key: 1})), ("onnx", onnx_with(**{key: 1})), ("torch", torch_with(**{key: 1})),
+                     ("dml", dml_with(**{"InputGradientTensor__" + key: 1}))):
+        with pytest.raises(DescError) as info:
+            conventions.load(fmt, obj)
+        assert len(str(info.value)) < 1000 and "kkk" in str(info.value)
+
+
+def test_own_errors_never_name_internal_fields():
+    for obj in (dml_with(Scales=[1, 1, 1e-50, 1.5]), dml_with(InputPixelOffsets=[0.5, 0.5, 1e39, 0.5])):
+        with pytest.raises(DescError) as info:
+            conventions.load("dml", obj)
+        assert not info.value.field.startswith(("scale", "in_offset", "out_offset"))
+
+
+def test_strict_json():
+    from dml_desc.errors import parse_json
+    cases = [('{"Scales": [1], "Scales": [2]}', "Scales", "twice"), (b'{"a": "\xff"}', "json", "UTF-8"),
+             ("[" * 100000 + "]" * 100000, "json", "deeply"), ('{"a": NaN}', "json", "NaN"),
+             ("1" * 5000, "json", "number")]
+    for text, field, rule in cases:
+        with pytest.raises(DescError) as info:
+            parse_json(text)
+        assert info.value.field == field and rule in info.value.rule
+    with pytest.raises(DescError, match="twice"):
+        dmljson.loads('{"Operator": "DML_OPERATOR_RESAMPLE_GRAD", "Operator": "DML_OPERATOR_RESAMPLE1"}')
+
+
+# ---- ConvTransposeBackwardData: the ONNX Conv form, DML convolution and oneDNN, checked on input ------------
+
+DECONV = [
+    ("onnx", conv_onnx_with({"strides": [2, 0]}), "strides"),
+    ("onnx", conv_onnx_with({"strides": 2}), "strides"),
+    ("onnx", conv_onnx_with({"pads": [-1, 0, 0, 0]}), "pads"),
+    ("onnx", conv_onnx_with({"pads": [1, 0]}), "pads"),
+    ("onnx", conv_onnx_with({"group": 0}), "group"),
+    ("onnx", conv_onnx_with({"group": True}), "group"),
+    ("onnx", conv_onnx_with({"auto_pad": ["SAME_UPPER"]}), "auto_pad"),
+    ("onnx", conv_onnx_with({"bogus": 1}), "attributes.bogus"),
+    ("onnx", conv_onnx_with(attributes=None, input_shape=[1, 4, 0, 5]), "input_shape"),
+    ("onnx", conv_onnx_with(input_shape=[1, 4, 2, 2]), "kernel"),
+    ("onnx", conv_onnx_with(weights_shape=[2, 4]), "weights_shape"),
+    ("onnx", conv_onnx_with(weights_shape=[2, 3, 3, 3]), "weights_shape"),
+    ("onnx", conv_onnx_with(attributes=None, input_shape=[1, 4, 2 ** 30, 2 ** 30]), "diff_dst shape"),
+    ("onnx", dict(CONV_ONNX, attributes=[1]), "attributes"),
+    ("onnx", dict(CONV_ONNX, op_type="ConvTranspose"), "op_type"),
+    ("onnx", dict(CONV_ONNX, extra=1), "extra"),
+    ("onnx", 0, "onnx"),
+    ("dml", conv_dml_with(BiasTensor={"DataType": "FLOAT32", "Sizes": [3]}), "BiasTensor.DimensionCount"),
+    ("dml", conv_dml_with(BiasTensor={"DataType": "FLOAT16", "Sizes": [1, 3, 1, 1]}), "BiasTensor.DataType"),
+    ("dml", conv_dml_with(BiasTensor={"DataType": "FLOAT32", "Sizes": [1, 3, 1, 1]}), "BiasTensor"),
+    ("dml", conv_dml_with(InputTensor__Strides=[50, 1, 10, 2]), "InputTensor.Strides"),
+    ("dml", conv_dml_with(Strides=[0, 1]), "Strides[0]"),
+    ("dml", conv_dml_with(GroupCount=True), "GroupCount"),
+    ("dml", dml_with(), "Operator"),
+    ("onednn", deconv_onednn_with(inputs={0: {"dtype": ["f32"]}}), "inputs[0].dtype"),
+    ("onednn", deconv_onednn_with(inputs={0: {"dtype": "s8"}}), "inputs[0].dtype"),
+    ("onednn", deconv_onednn_with(attrs={"strides": [0, 1]}), "strides"),
+    ("onednn", deconv_onednn_with(attrs={"pads_begin": [-1, 0]}), "pads_begin"),
+]
+
+
+@pytest.mark.parametrize("fmt,obj,field", DECONV, ids=[f"{i}-{c[0]}-{c[2]}" for i, c in enumerate(DECONV)])
+def test_deconv_input_names_the_users_field(fmt, obj, field):
+    from dml_desc.conventions import deconv
+    with pytest.raises(DescError) as info:
+        deconv.load(fmt, obj)
+    assert info.value.field == field or info.value.field.endswith(field), str(info.value)
+
+
+@pytest.mark.parametrize("obj", [CONV_ONNX, conv_onnx_with({"auto_pad": "SAME_UPPER"}),
+                                 conv_onnx_with({"dilations": [2, 1]}, input_shape=[1, 4, 5, 3])])
+def test_deconv_writers_write_what_their_loaders_read(obj):
+    from dml_desc.conventions import deconv
+    spec, layout, _ = deconv.load("onnx", obj)
+    for dst in ("onednn", "dml", "onnx"):
+        assert deconv.load(dst, deconv.dump(dst, spec, layout))[0] == spec
+
+
+# ---- lowering: a malformed ResizeGrad is refused by name; what is written passes onnx's checker and onnxruntime --
+
+def resize_grad_model(**spec):
+    from tests.fuzz.atheris_loaders import _lower_model
+    base = {"attrs": {"mode": "linear"}, "x": [1, 1, 4, 4], "dy": [1, 1, 8, 8], "scales": [1, 1, 2, 2],
+            "outputs": ["dX"]}
+    base.update(spec)
+    return _lower_model(base)
+
+
+def graph_outputs(model, *names):
+    from onnx import helper
+    for name in names:
+        model.graph.output.append(helper.make_tensor_value_info(name, 1, [1, 1, 4, 4]))
+    return model
+
+
+LOWERING = [
+    (resize_grad_model(outputs=["dX", "second"], graph_outputs=["dX", "second"]), "outputs"),
+    (resize_grad_model(outputs=[""], graph_outputs=[]), "outputs"),
+    (resize_grad_model(outputs=[], graph_outputs=[]), "outputs"),
+    (resize_grad_model(dy_elem=10), "dY"),                       # float16 dY, float X
+    (resize_grad_model(elem=7, dy_elem=7), "dY"),                # int64 data
+    (resize_grad_model(opset=1), "opset"),
+    (resize_grad_model(scales_dtype="int64"), "scales"),
+    (resize_grad_model(scales_dtype="float64"), "scales"),
+    (resize_grad_model(scales=[[1, 1], [2, 2]]), "scales"),
+    (resize_grad_model(extra_inputs=["dY"]), "inputs"),
+    (resize_grad_model(attrs={"mode": "nearest_neıghbor"}), "mode"),
+    (resize_grad_model(attrs={"mode": b"lin\xe4ar"}), "node rg"),  # a string attribute that is not UTF-8
+]
+
+
+@pytest.mark.parametrize("model,field", LOWERING, ids=[f"{i}-{c[1]}" for i, c in enumerate(LOWERING)])
+def test_lowering_refuses_malformed_resize_grad_by_name(model, field):
+    from onnx_ops.lower import lower
+    with pytest.raises(DescError) as info:
+        lower(model)
+    assert "rg" in info.value.field and field in info.value.field, str(info.value)
+
+
+def test_valid_float64_identity_gradient_lowers(tmp_path):
+    """Output shape equal to input shape in float64: was StopIteration in Emitter.rename."""
+    pytest.importorskip("onnxruntime", reason="the lowered model is run on onnxruntime")
+    import onnxruntime as ort
+    from onnx_ops.lower import lower
+    from onnx_ops.validate import check_written
+    model = resize_grad_model(elem=11, dy_elem=11, dy=[1, 1, 4, 4], scales=[1, 1, 1, 1], graph_outputs=["dX"])
+    lowered, report = lower(model)
+    check_written(lowered)
+    dy = np.arange(16, dtype=np.float64).reshape(1, 1, 4, 4)
+    sess = ort.InferenceSession(lowered.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert np.array_equal(sess.run(None, {"dY": dy, "X": dy})[0], dy)
+
+
+def test_external_scales_resolve_next_to_the_model_not_the_working_directory(tmp_path, monkeypatch):
+    import onnx
+    from onnx_ops.lower import lower_file
+    folder = tmp_path / "models"
+    folder.mkdir()
+    onnx.save(resize_grad_model(), str(folder / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.data", size_threshold=0)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    report = lower_file(str(folder / "m.onnx"), str(folder / "out.onnx"))
+    assert [r.forms for r in report] and not any(r.dynamic for r in report)     # read as the constants they are
+    out = onnx.load(str(folder / "out.onnx"), load_external_data=False)
+    kept = {t.name: t.data_location for t in out.graph.initializer}
+    assert kept["scales"] == onnx.TensorProto.EXTERNAL                           # still in m.data, untouched
+
+
+# ---- the CLI: one line, exit 2, never a traceback ---------------------------------------------------------------
+
+def cli(*argv):
+    """`dml-desc ARGV` in this process (the same main() the console script runs)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+    from types import SimpleNamespace
+    from dml_desc.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def assert_one_line_error(proc, *words):
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("note: ")]
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("dml-desc: error: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+def test_cli_bad_files(tmp_path):
+    import json
+    files = {"dup.json": b'{"Operator": "DML_OPERATOR_RESAMPLE_GRAD", "Operator": "x"}',
+             "latin1.json": '{"Operator": "é"}'.encode("latin-1"),
+             "deep.json": b"[" * 100000 + b"]" * 100000,
+             "huge.json": json.dumps(dml_with(Scales=[1, 1, 1e39, 1.5])).encode()}
+    expect = {"dup.json": "twice", "latin1.json": "UTF-8", "deep.json": "deeply", "huge.json": "Scales[2]"}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        assert_one_line_error(cli("convert", "--from", "dml", "--to", "onnx", str(tmp_path / name)), expect[name])
+    assert_one_line_error(cli("convert", "--from", "dml", "--to", "onnx", str(tmp_path)), "cannot be read")
+
+
+def test_cli_bad_model_files(tmp_path):
+    good = resize_grad_model().SerializeToString()
+    models = {"empty.onnx": b"", "text.onnx": b"hello, not a model\n", "truncated.onnx": good[: len(good) // 2],
+              "random.onnx": bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8))}
+    for name, data in models.items():
+        (tmp_path / name).write_bytes(data)
+        proc = cli("lower", str(tmp_path / name), "-o", str(tmp_path / "out.onnx"))
+        assert_one_line_error(proc)
+        assert not (tmp_path / "out.onnx").exists(), "no 0-byte output"
+    assert_one_line_error(cli("lower", str(tmp_path), "-o", str(tmp_path / "out.onnx")))
+    (tmp_path / "good.onnx").write_bytes(good)
+    assert_one_line_error(cli("lower", str(tmp_path / "good.onnx"), "-o", str(tmp_path / "missing" / "o.onnx")), "OUT")
+    assert_one_line_error(cli("lower", str(tmp_path / "good.onnx"), "-o", str(tmp_path)), "OUT")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".tmp") == []
+
+
+def test_cli_writes_files_with_the_umask_mode_and_keeps_a_rewritten_files_mode(tmp_path):
+    import os
+    (tmp_path / "m.onnx").write_bytes(resize_grad_model().SerializeToString())
+    old = os.umask(0o022)
+    try:
+        assert cli("lower", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "new.onnx")).returncode == 0
+        assert (tmp_path / "new.onnx").stat().st_mode & 0o777 == 0o644
+        os.chmod(tmp_path / "m.onnx", 0o640)
+        assert cli("lower", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.onnx")).returncode == 0
+        assert (tmp_path / "m.onnx").stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_cli_build_refuses_what_onnxruntime_cannot_run(tmp_path):
+    import json
+    (tmp_path / "c.json").write_text(json.dumps(CONV_ONNX))
+    assert_one_line_error(cli("build", str(tmp_path / "c.json"), "-o", str(tmp_path / "c.onnx"), "--dtype", "f64"),
+                          "dtype")
+    (tmp_path / "big.json").write_text(json.dumps(torch_with(input_shape=[2 ** 40, 2, 4, 4])))
+    assert_one_line_error(cli("build", str(tmp_path / "big.json"), "-o", str(tmp_path / "b.onnx")), "input_shape")
+
+
+def test_cli_closed_pipe_exits_quietly():
+    import subprocess
+    import sys
+    code = ("import os, sys\nr, w = os.pipe()\nos.close(r)\nos.dup2(w, 1)\n"
+            "from dml_desc.cli import main\nsys.exit(main(['example', 'dml_resample_grad']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+
+
+def test_conformance_refuses_an_unwritable_report_path_before_running(tmp_path):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "conformance", "--json", str(tmp_path / "no" / "r.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("python -m conformance: error: --json"), proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""

@@ -1,12 +1,18 @@
 """ORT training artifacts for Conv -> Resize: lower training_model.onnx and train on the CPU."""
 import os
+from importlib.util import find_spec
 
 import numpy as np
 import pytest
 from onnx import helper, numpy_helper
 
-torch = pytest.importorskip("torch", reason="onnxruntime.training imports torch; torch is not installed")
+if find_spec("onnxruntime") is None or find_spec("onnxruntime.training") is None:   # looked up, not imported
+    pytest.skip("onnxruntime.training is not installed: only the training build has it (pip install "
+                "'dml-desc[training]'; onnxruntime >= 1.20 ships none)", allow_module_level=True)
+torch = pytest.importorskip("torch", reason="torch is not installed (the oracle, and onnxruntime.training imports it)")
+pytest.importorskip("onnxruntime.training", reason="onnxruntime.training failed to import")
 
+from dml_desc.errors import DescError  # noqa: E402
 from onnx_ops.training import generate_cpu_artifacts  # noqa: E402
 
 MODES = [({"mode": "nearest"}, "nearest", {}),
@@ -74,3 +80,88 @@ def finite_differences(eval_path, x, target, w, h=0.25, count=8):
         down[i] -= h
         out[i] = (loss(up) - loss(down)) / (2 * h)
     return out
+
+
+def test_every_generate_artifacts_option_passes_through_and_ort_files_train(tmp_path):
+    """AdamW, a frozen parameter, L1Loss by name, an additional output, a prefix and ort_format=True: the .ort
+    files are converted from the lowered models (an .ort file cannot be lowered afterwards) and they train."""
+    from onnxruntime.training.api import CheckpointState, Module, Optimizer
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+    model = conv_resize(MODES[1][0], w)
+    model.graph.initializer.append(numpy_helper.from_array(np.zeros(4, np.float32), "B"))
+    model.graph.node[0].input.append("B")
+    report = generate_cpu_artifacts(model, ["W"], str(tmp_path), frozen_params=["B"], loss="L1Loss",
+                                    optimizer="AdamW", additional_output_names=["y"], prefix="p_", ort_format=True)
+    assert [str(r).split(":")[1] for r in report.rewrites] == [" linear; axis 2"] and report.eval_repairs == []
+    names = sorted(os.path.basename(f) for f in report.files)
+    assert names == sorted(f"p_{m}_model.{e}" for m in ("training", "eval", "optimizer") for e in ("onnx", "ort"))
+    state = CheckpointState.load_checkpoint(str(tmp_path / "p_checkpoint"))
+    module = Module(str(tmp_path / "p_training_model.ort"), state, str(tmp_path / "p_eval_model.ort"), device="cpu")
+    optimizer = Optimizer(str(tmp_path / "p_optimizer_model.ort"), module)
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    target = rng.standard_normal((2, 4, 12, 12)).astype(np.float32)
+    module.train()
+    loss, y = module(x, target)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.interpolate(torch.nn.functional.conv2d(torch.tensor(x), tw, padding=1),
+                                         scale_factor=2.0, mode="bilinear", align_corners=False)
+    tloss = torch.nn.functional.l1_loss(ty, torch.tensor(target))
+    tloss.backward()
+    np.testing.assert_allclose(y, ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert abs(float(loss) - tloss.item()) < 1e-5
+    np.testing.assert_allclose(state.parameters["W"].grad, tw.grad.numpy(), rtol=1e-4, atol=1e-6)
+    assert state.parameters["W"].requires_grad and not state.parameters["B"].requires_grad
+    optimizer.step()
+    module.lazy_reset_grad()
+    assert float(module(x, target)[0]) < float(loss)
+    module.eval()
+    assert float(module(x, target)[0]) < float(loss)
+
+
+@pytest.mark.parametrize("kwargs,field", [({"loss": "MSE"}, "loss"), ({"optimizer": "Adam"}, "optimizer"),
+                                          ({"frozen_params": ["W"]}, "frozen_params"),
+                                          ({"requires_grad": ["w"]}, "requires_grad")])
+def test_bad_arguments_get_the_projects_error_naming_the_field(tmp_path, kwargs, field):
+    w = np.zeros((4, 3, 3, 3), np.float32)
+    args = {"requires_grad": ["W"], **kwargs}
+    with pytest.raises(DescError) as e:
+        generate_cpu_artifacts(conv_resize(MODES[0][0], w), args.pop("requires_grad"), str(tmp_path), **args)
+    assert e.value.field == field and not os.listdir(tmp_path)
+
+
+def test_the_example_script_trains_on_two_sizes_from_one_artifact_set(tmp_path):
+    """examples/train_upsample_cpu.py as a user runs it: export with dynamic axes, artifacts, train, eval."""
+    import re
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, os.path.join(root, "examples", "train_upsample_cpu.py"), "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    losses = [float(v) for v in re.findall(r"^step \d+: .* loss (\S+)$", run.stdout, re.M)]
+    assert len(losses) == 6 and "eval model: 1 node(s) repaired" in run.stdout
+    assert losses[4] < losses[2] < losses[0] and losses[5] < losses[3] < losses[1]     # per size, it learns
+    assert re.search(r"^eval loss: \d", run.stdout, re.M)
+
+
+def test_prepare_artifacts_makes_an_existing_folder_train(tmp_path):
+    """A folder written by ORT's own generate_artifacts: prepare_artifacts lowers it in place, then it trains."""
+    from onnxruntime.training import artifacts
+    from onnxruntime.training.api import CheckpointState, Module
+    from onnx_ops.training import prepare_artifacts
+    with pytest.raises(DescError, match="out_dir=.*training_model.onnx"):
+        prepare_artifacts(str(tmp_path))
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+    artifacts.generate_artifacts(conv_resize(MODES[0][0], w), requires_grad=["W"], loss=artifacts.LossType.MSELoss,
+                                 artifact_directory=str(tmp_path))
+    report = prepare_artifacts(str(tmp_path))
+    assert [r.mode for r in report.rewrites] == ["nearest"] and len(report.files) == 2      # no optimizer model
+    state = CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
+    module = Module(str(tmp_path / "training_model.onnx"), state, str(tmp_path / "eval_model.onnx"), device="cpu")
+    x, target = rng.standard_normal((2, 3, 6, 6)).astype(np.float32), np.zeros((2, 4, 12, 12), np.float32)
+    conv = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
+    y = np.repeat(np.repeat(conv, 2, 2), 2, 3)                                 # nearest x2
+    assert abs(float(module(x, target)) - float(np.mean(y.astype(np.float64) ** 2))) < 1e-5
+    assert prepare_artifacts(str(tmp_path)).rewrites == []                    # idempotent: nothing left to lower

@@ -14,6 +14,11 @@ FORMATS = ("dml", "onednn", "onnx", "torch", "tf")
 
 
 def load(fmt: str, obj: dict, **options) -> tuple[Resampling, bool]:
+    """Read a description in format `fmt` ('dml', 'onednn', 'onnx', 'torch' or 'tf'; the JSON forms of
+    `dml-desc convert --help`) -> (Resampling, backward). `backward` is True for a gradient description
+    (DML RESAMPLE_GRAD*, oneDNN InterpolateBackward, ONNX ResizeGrad), False for a forward one. Options:
+    offset_reading='forward'|'swapped' (dml), semantics=... (onnx). Bad input raises DescError naming the key.
+    """
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
     if fmt == "dml":
         desc = dmljson.from_json(obj)
@@ -22,14 +27,21 @@ def load(fmt: str, obj: dict, **options) -> tuple[Resampling, bool]:
         return onednn.to_canonical(obj), onednn.find_op(obj)["kind"] == "InterpolateBackward"
     if fmt == "onnx":
         node = onnx.OnnxResize.from_json(obj)
-        return onnx.to_canonical(node), node.op_type == "ResizeGrad"
+        return onnx.to_canonical(node, **options), node.op_type == "ResizeGrad"   # options: semantics
     if fmt == "torch":
         return torch.to_canonical(torch.TorchInterpolate.from_json(obj)), False
     return tf.to_canonical(tf.TfResize.from_json(obj)), False
 
 
 def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[dict, tuple]:
+    """Write `res` in format `fmt` -> (JSON object, notes). `backward` picks the gradient op (ResizeGrad,
+    InterpolateBackward, RESAMPLE_GRAD) or the forward one; torch and tf have only the forward call.
+    Exact or refused: a map the format cannot state raises ConversionError naming the field; the notes
+    say when the result equals `res` only for these shapes. Options: operator, offset_reading (dml),
+    data_format (onednn), opset (onnx).
+    """
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling (conventions.load gives one)")
     if fmt == "dml":
         op = options.pop("operator", None) or ("DML_OPERATOR_RESAMPLE_GRAD" if backward else "DML_OPERATOR_RESAMPLE1")
         try:
@@ -51,6 +63,7 @@ def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[d
 
 
 def convert(src: str, dst: str, obj: dict, **options) -> tuple[dict, tuple]:
+    """load(src, obj) then dump(dst, ...) in the same direction -> (JSON object, every note)."""
     res, backward = load(src, obj)
     out, notes = dump(dst, res, backward, **options)
     return out, tuple(res.notes) + tuple(notes)

@@ -9,6 +9,7 @@ from ..weights import same_weights
 
 
 def refuse(field: str, value, reason: str):
+    """Raise ConversionError(field, value, reason): the map cannot be written exactly."""
     raise ConversionError(field, value, reason)
 
 
@@ -17,12 +18,28 @@ def exact(source: Resampling, candidate: Resampling, target: str) -> Resampling:
     source, candidate = source.normalized(), candidate.normalized()
     if _same_params(source, candidate):
         return candidate
-    if same_weights(source, candidate):
+    if same_weights(_head(source), _head(candidate)) and same_weights(source, candidate):
         return candidate.noted(f"{target}: equal to the source only for these shapes "
                                f"(in={list(source.in_shape)}, out={list(source.out_shape)}): "
-                               "the parameters differ but no rounding tie or clamp tells them apart")
+                               f"the parameters differ ({_differing(source, candidate)}) but no rounding tie or "
+                               "clamp tells them apart")
     field, ours, theirs = _differences(source, candidate)[0]
-    refuse(field, ours, f"{target} cannot express this exactly: the nearest form it has gives {field}={theirs!r}")
+    refuse(field, ours, f"{target} cannot express this exactly: the closest spelling it has gives {field}={theirs!r}")
+
+
+PROBE_ROWS = 256
+
+
+def _head(res: Resampling) -> Resampling:
+    """The same map on the first PROBE_ROWS outputs of each axis (a row's taps do not depend on how many rows
+    follow it), so a candidate that differs early is refused without building the taps of long axes."""
+    if all(a.out_size <= PROBE_ROWS for a in res.axes):
+        return res
+    def cut(a: AxisMap) -> AxisMap:
+        if a.out_size <= PROBE_ROWS or a.is_identity:
+            return a
+        return a.with_(out_size=PROBE_ROWS, coords=None if a.coords is None else a.coords[:PROBE_ROWS])
+    return res.with_(axes=tuple(cut(a) for a in res.axes))
 
 
 def _same_params(a: Resampling, b: Resampling) -> bool:
@@ -36,10 +53,16 @@ def _differences(a: Resampling, b: Resampling):
         if getattr(a, name) != getattr(b, name):
             out.append((name, getattr(a, name), getattr(b, name)))
     for i, (x, y) in enumerate(zip(a.axes, b.axes)):
-        for name in ("in_size", "out_size", "scale", "in_offset", "out_offset", "rounding", "extrapolate"):
+        for name in ("in_size", "out_size", "scale", "in_offset", "out_offset", "rounding", "extrapolate",
+                     "tie_tolerance", "exact"):
             if getattr(x, name) != getattr(y, name):
                 out.append((f"axes[{i}].{name}", _show(getattr(x, name)), _show(getattr(y, name))))
     return out or [("weights", "source", "the two forms give different weights")]
+
+
+def _differing(a: Resampling, b: Resampling) -> str:
+    """The differing parameter names, e.g. 'axes[3].tie_tolerance' (a runtime's nearest tie rule)."""
+    return ", ".join(sorted({field for field, _, _ in _differences(a, b)}))
 
 
 def _show(v):
@@ -47,6 +70,7 @@ def _show(v):
 
 
 def half_pixel_axis(n_in: int, n_out: int, scale, rounding=Rounding.ROUND_PREFER_FLOOR) -> AxisMap:
+    """An axis with half-pixel centers: x = (o + 0.5) / scale - 0.5."""
     return AxisMap(n_in, n_out, scale, 0.5, -0.5, rounding)
 
 
@@ -102,14 +126,26 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str) -> tuple
 
 def dataclass_from_json(cls, obj, label: str):
     """Build an argument dataclass from a JSON object, refusing unknown keys by name."""
-    from ..errors import require
+    from ..errors import did_you_mean, require
     require(isinstance(obj, dict), label, obj, "must be a JSON object")
     known = sorted(cls.__dataclass_fields__)
     extra = sorted(set(obj) - set(known))
     require(not extra, extra[0] if extra else "", obj.get(extra[0]) if extra else None,
-            f"unknown key; the {label} form has {known}")
+            f"unknown key{did_you_mean(extra[0], known) if extra else ''}; the {label} form has {known}")
     from dataclasses import MISSING
     for name, f in cls.__dataclass_fields__.items():
         require(name in obj or f.default is not MISSING or f.default_factory is not MISSING, name, None,
                 f"is required in the {label} form")
     return cls(**obj)
+
+
+def check_budget(shape, out_shape, shape_field: str, out_field: str, out_index=None) -> None:
+    """The size budget on a convention's own fields, before any map or table is built: both shapes' element
+    counts, and each resized axis's length (`out_index(i)` names the user's entry for axis i)."""
+    from .. import budget
+    budget.check_shape(shape, shape_field)
+    budget.check_shape(out_shape, out_field)
+    for i, (n_in, n_out) in enumerate(zip(shape, out_shape)):
+        if n_in != n_out:
+            budget.check_axis(n_in, f"{shape_field}[{i}]")
+            budget.check_axis(n_out, out_index(i) if out_index else f"{out_field}[{i}]")

@@ -13,14 +13,16 @@ from typing import Tuple
 
 from ..convolution import DML_CONVOLUTION_OPERATOR_DESC, conv_out_size, deconv_out_size
 from ..enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE
-from ..errors import int_list, one_of, require
+from ..errors import integer, int_list, one_of, require, short_key
 from ..tensor import DML_BUFFER_TENSOR_DESC
 from .common import refuse
-from .onednn import attrs_of, find_op, graph_document, logical_tensor, shape_of
+from .onednn import attrs_of, check_dtypes, find_op, known_attrs, graph_document, logical_tensor, shape_of
 
 AUTO_PADS = {"none": "None", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
 WEIGHTS_FORMATS = {"IOX": "IOX", "XOI": "XOI", "OIX": "IOX", "XIO": "XOI"}   # the seed's table names alias
 DATA_FORMATS = ("NCX", "NXC")
+DECONV_ATTRS = ("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "output_padding", "groups",
+                "data_format", "weights_format")
 DTYPES = {"f32": DML_TENSOR_DATA_TYPE.FLOAT32, "f16": DML_TENSOR_DATA_TYPE.FLOAT16, "bf16": None}
 
 
@@ -39,8 +41,30 @@ class ConvSpec:
     groups: int = 1
     output_padding: Tuple[int, ...] = field(default=(), compare=False)   # forward metadata only
 
+    def __post_init__(self):
+        """Every writer's output must load again: positive dims, a kernel that fits, the size budget."""
+        from .. import budget
+        for name in ("batch", "dst_channels", "src_channels", "groups"):
+            integer(getattr(self, name), name, 1)
+        n = len(self.dst_spatial) if isinstance(self.dst_spatial, tuple) else 0
+        require(1 <= n <= 3, "diff_dst shape", self.diff_dst_shape, "must have 1 to 3 spatial axes")
+        for name, minimum in (("dst_spatial", 1), ("kernel", 1), ("strides", 1), ("dilations", 1),
+                              ("pads_begin", 0), ("pads_end", 0)):
+            int_list(getattr(self, name), name, minimum, length=n)
+        require(self.dst_channels % self.groups == 0 and self.src_channels % self.groups == 0, "groups",
+                self.groups, f"must divide both channel counts ({self.dst_channels}, {self.src_channels})")
+        budget.check_shape(self.diff_dst_shape, "diff_dst shape")
+        budget.check_shape(self.weights_shape, "weights shape")
+        for i, (d, k, dl, b, e) in enumerate(zip(self.dst_spatial, self.kernel, self.dilations, self.pads_begin,
+                                                 self.pads_end)):
+            require(dl * (k - 1) + 1 <= d + b + e, "kernel", list(self.kernel),
+                    f"spatial axis {i}: the dilated kernel {dl * (k - 1) + 1} is larger than diff_dst {d} plus "
+                    f"pads {b}+{e}: diff_src would be empty")
+        budget.check_shape(self.diff_src_shape, "diff_src shape")
+
     @property
     def src_spatial(self) -> Tuple[int, ...]:
+        """diff_src's spatial sizes (oneDNN's shape inference for ConvTransposeBackwardData)."""
         return tuple(conv_out_size(*a) for a in zip(self.dst_spatial, self.kernel, self.strides, self.dilations,
                                                     self.pads_begin, self.pads_end))
 
@@ -52,15 +76,18 @@ class ConvSpec:
             self.pads_end))
 
     @property
-    def diff_dst_shape(self):
+    def diff_dst_shape(self) -> Tuple[int, ...]:
+        """diff_dst's shape, NCX: (N, OC, spatial...)."""
         return (self.batch, self.dst_channels) + self.dst_spatial
 
     @property
-    def diff_src_shape(self):
+    def diff_src_shape(self) -> Tuple[int, ...]:
+        """diff_src's shape, NCX: (N, IC, spatial...)."""
         return (self.batch, self.src_channels) + self.src_spatial
 
     @property
-    def weights_shape(self):
+    def weights_shape(self) -> Tuple[int, ...]:
+        """The weights' shape in IOX: (IC, OC/groups, kernel...)."""
         return (self.src_channels, self.dst_channels // self.groups) + self.kernel
 
 
@@ -82,7 +109,7 @@ def auto_pads(mode: str, n_in: int, k: int, s: int, d: int) -> Tuple[int, int]:
 def to_spec(doc: dict) -> tuple:
     """(ConvSpec, data_format, weights_format, dtype, notes) from a oneDNN Graph JSON document."""
     op = find_op(doc, ("ConvTransposeBackwardData",))
-    a = attrs_of(op)
+    a = known_attrs(attrs_of(op), DECONV_ATTRS)
     dd = shape_of(op.get("inputs"), 0, "inputs")
     w = shape_of(op.get("inputs"), 1, "inputs")
     fmt = one_of(a.get("data_format", "NXC"), DATA_FORMATS, "data_format")
@@ -105,8 +132,12 @@ def to_spec(doc: dict) -> tuple:
     dilations = _ints(a, "dilations", n, 1)
     pb, pe = _ints(a, "pads_begin", n, 0), _ints(a, "pads_end", n, 0)
     out_pad = _ints(a, "output_padding", n, 0, required=False, default=[0] * n)
-    mode = str(a.get("auto_pad", "None"))
-    require(mode.lower() in AUTO_PADS, "auto_pad", mode, f"must be one of {list(AUTO_PADS.values())}")
+    mode = a.get("auto_pad", "None")
+    require(isinstance(mode, str) and mode.isascii() and mode.lower() in AUTO_PADS, "auto_pad", mode,
+            f"must be one of {list(AUTO_PADS.values())} (ASCII, either case)")
+    if mode not in AUTO_PADS.values():
+        notes += (f"auto_pad {mode!r} read as {AUTO_PADS[mode.lower()]!r} (oneDNN's add_op accepts only "
+                  f"{list(AUTO_PADS.values())})",)
     mode = AUTO_PADS[mode.lower()]
     if mode != "None":
         pb, pe = zip(*(auto_pads(mode, *args) for args in zip(sp, k, strides, dilations)))
@@ -136,16 +167,20 @@ def _check_output(op: dict, spec: ConvSpec, fmt: str, check_padding: bool) -> No
 
 
 def _dtype(op: dict) -> str:
-    dt = (op.get("inputs") or [{}])[0].get("dtype", "f32")
-    require(dt in DTYPES, "inputs[0].dtype", dt, f"must be one of {list(DTYPES)}")
-    return dt
+    check_dtypes(op)
+    first = (op.get("inputs") or [{}])[0]
+    return first.get("dtype", "f32") if isinstance(first, dict) else "f32"
 
 
 def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "IOX", dtype: str = "f32") -> dict:
+    """A oneDNN Graph JSON document with one ConvTransposeBackwardData op for `spec`, in the given data
+    layout (NCX or NXC), weights layout (IOX or XOI) and dtype ('f32', 'f16', 'bf16').
+    """
     require(data_format in DATA_FORMATS, "data_format", data_format, f"must be one of {list(DATA_FORMATS)}")
     require(weights_format in ("IOX", "XOI"), "weights_format", weights_format, "must be IOX or XOI")
+    # No output_padding: oneDNN's add_op refuses it ("attribute output_padding is not defined in spec").
     attrs = {"strides": spec.strides, "pads_begin": spec.pads_begin, "pads_end": spec.pads_end,
-             "dilations": spec.dilations, "output_padding": spec.implied_output_padding}
+             "dilations": spec.dilations}
     attrs = {k: {"type": "s64[]", "value": list(v)} for k, v in attrs.items()}
     attrs.update({"auto_pad": {"type": "string", "value": "None"}, "groups": {"type": "s64", "value": spec.groups},
                   "data_format": {"type": "string", "value": data_format},
@@ -160,6 +195,7 @@ def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "I
 
 
 def to_layout(ncx, data_format: str) -> list:
+    """An NCX shape written in `data_format` ('NCX' unchanged, 'NXC' channels last)."""
     ncx = list(ncx)
     return ncx if data_format == "NCX" else [ncx[0]] + ncx[2:] + [ncx[1]]
 
@@ -179,15 +215,27 @@ def to_dml(spec: ConvSpec, dtype: str = "f32") -> DML_CONVOLUTION_OPERATOR_DESC:
 
 
 def from_dml(desc: DML_CONVOLUTION_OPERATOR_DESC) -> ConvSpec:
+    """The ConvSpec of a DML convolution (FORWARD, CROSS_CORRELATION, NCHW/NCDHW); refuses other modes."""
     if desc.mode is not DML_CONVOLUTION_MODE.CROSS_CORRELATION:
         refuse("Mode", desc.mode.name, "only CROSS_CORRELATION maps onto oneDNN/ONNX convolution; CONVOLUTION "
                "flips the filter, which changes the weights, not the descriptor")
     if desc.direction is not DML_CONVOLUTION_DIRECTION.FORWARD:
         refuse("Direction", desc.direction.name, "the data gradient of a transposed convolution is a FORWARD "
                "convolution; a BACKWARD descriptor describes the transposed convolution itself")
+    if desc.bias_tensor is not None:
+        refuse("BiasTensor", desc.bias_tensor.sizes, "the data gradient of a transposed convolution has no bias; "
+               "oneDNN's ConvTransposeBackwardData and this ONNX Conv form cannot carry it")
+    for t in (desc.input_tensor, desc.filter_tensor, desc.output_tensor):
+        if t.strides is not None and tuple(t.strides) != _packed_strides(t.sizes):
+            refuse(f"{t.name}.Strides", list(t.strides), f"must be packed {list(_packed_strides(t.sizes))} (NCX): "
+                   "oneDNN's and ONNX's forms here describe dense tensors only")
     x, w = desc.input_tensor.sizes, desc.filter_tensor.sizes
     return ConvSpec(x[0], x[1], w[0], tuple(x[2:]), tuple(w[2:]), desc.strides, desc.dilations,
                     desc.start_padding, desc.end_padding, desc.group_count, (0,) * len(desc.strides))
+
+
+def _packed_strides(sizes) -> tuple:
+    return tuple(math.prod(sizes[i + 1:]) for i in range(len(sizes)))
 
 
 def to_onnx_attrs(spec: ConvSpec) -> dict:
@@ -196,20 +244,29 @@ def to_onnx_attrs(spec: ConvSpec) -> dict:
             "pads": list(spec.pads_begin) + list(spec.pads_end), "group": spec.groups}
 
 
+ONNX_CONV_ATTRS = ("kernel_shape", "strides", "dilations", "pads", "group", "auto_pad")
+ONNX_FORM_KEYS = ("op_type", "opset", "input_shape", "weights_shape", "attributes", "layout")
+
+
 def from_onnx(attrs: dict, x_shape, w_shape) -> ConvSpec:
     """An ONNX Conv node (explicit or auto pads) as the spec of the same cross-correlation."""
+    require(isinstance(attrs, dict), "attributes", attrs, "must be an object")
+    unknown = [a for a in attrs if a not in ONNX_CONV_ATTRS]
+    require(not unknown, f"attributes.{short_key(unknown[0]) if unknown else ''}", None,
+            f"is not a Conv attribute this form reads ({list(ONNX_CONV_ATTRS)})")
+    x_shape = int_list(x_shape, "input_shape")
+    require(3 <= len(x_shape) <= 5, "input_shape", x_shape, "must be 3- to 5-D NCX (1 to 3 spatial axes)")
     n = len(x_shape) - 2
-    require(len(w_shape) == n + 2, "W.shape", list(w_shape), f"must have rank {n + 2}")
-    g = attrs.get("group", 1)
-    require(x_shape[1] == w_shape[1] * g, "W.shape", list(w_shape), f"needs C/group = {x_shape[1] // max(g, 1)}")
-    k = tuple(attrs.get("kernel_shape", w_shape[2:]))
+    w_shape = int_list(w_shape, "weights_shape", length=n + 2)
+    g = integer(attrs.get("group", 1), "group", 1)
+    require(x_shape[1] == w_shape[1] * g, "weights_shape", list(w_shape), f"needs W[1] = C/group = {x_shape[1] / g:g}")
+    k = tuple(int_list(attrs.get("kernel_shape", w_shape[2:]), "kernel_shape", length=n))
     require(k == tuple(w_shape[2:]), "kernel_shape", list(k), f"must equal W's spatial shape {list(w_shape[2:])}")
-    s, d = tuple(attrs.get("strides", [1] * n)), tuple(attrs.get("dilations", [1] * n))
-    pads = attrs.get("pads", [0] * 2 * n)
+    s = tuple(int_list(attrs.get("strides", [1] * n), "strides", length=n))
+    d = tuple(int_list(attrs.get("dilations", [1] * n), "dilations", length=n))
+    pads = int_list(attrs.get("pads", [0] * 2 * n), "pads", 0, length=2 * n)
     pb, pe = tuple(pads[:n]), tuple(pads[n:])
-    mode = attrs.get("auto_pad", "NOTSET")
-    require(mode in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"), "auto_pad", mode,
-            "must be NOTSET, SAME_UPPER, SAME_LOWER or VALID")
+    mode = one_of(attrs.get("auto_pad", "NOTSET"), ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"), "auto_pad")
     if mode != "NOTSET":
         pb, pe = zip(*(auto_pads(mode, *a) for a in zip(x_shape[2:], k, s, d)))
     return ConvSpec(x_shape[0], x_shape[1], w_shape[0], tuple(x_shape[2:]), k, s, d, tuple(pb), tuple(pe), g,
@@ -219,6 +276,7 @@ def from_onnx(attrs: dict, x_shape, w_shape) -> ConvSpec:
 # ---- the JSON forms `dml-desc convert` reads and writes ------------------------------------
 
 def is_deconv(fmt: str, obj) -> bool:
+    """True when `obj` in format `fmt` describes ConvTransposeBackwardData (not a resize)."""
     if not isinstance(obj, dict):
         return False
     if fmt == "onednn":
@@ -238,15 +296,28 @@ def load(fmt: str, obj: dict) -> tuple:
     if fmt == "dml":
         from .. import dmljson
         desc = dmljson.from_json(obj)
+        require(isinstance(desc, DML_CONVOLUTION_OPERATOR_DESC), "Operator", desc.OPERATOR,
+                f"must be {DML_CONVOLUTION_OPERATOR_DESC.OPERATOR} for ConvTransposeBackwardData")
         dtype = "f16" if desc.input_tensor.data_type is DML_TENSOR_DATA_TYPE.FLOAT16 else "f32"
         return from_dml(desc), {"dtype": dtype}, ()
     require(fmt == "onnx", "format", fmt, "ConvTransposeBackwardData converts between onednn, dml and onnx")
+    require(isinstance(obj, dict), "onnx", obj, "must be a JSON object")
+    unknown = [key for key in obj if key not in ONNX_FORM_KEYS]
+    require(not unknown, short_key(unknown[0]) if unknown else "", None, f"unknown key; the onnx Conv form has "
+            f"{list(ONNX_FORM_KEYS)}")
+    require(obj.get("op_type", "Conv") == "Conv", "op_type", obj.get("op_type"), "must be Conv")
+    opset = obj.get("opset", 19)
+    require(isinstance(opset, int) and not isinstance(opset, bool) and 1 <= opset <= 23, "opset", opset,
+            "must be an ai.onnx opset from 1 to 23")
     for key in ("input_shape", "weights_shape"):
         require(isinstance(obj.get(key), list), key, obj.get(key), "is required (NCX diff_dst / Conv weights)")
     return from_onnx(obj.get("attributes", {}), obj["input_shape"], obj["weights_shape"]), {}, ()
 
 
 def dump(fmt: str, spec: ConvSpec, layout: dict, **options) -> dict:
+    """The JSON form of `spec` in format `fmt` ('onednn', 'dml' or 'onnx'); `layout` comes from `load`."""
+    require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (deconv.load gives one)")
+    require(isinstance(layout, dict), "layout", layout, "must be the layout dict deconv.load gives")
     if fmt == "onednn":
         return to_onednn(spec, options.get("data_format") or layout.get("data_format", "NCX"),
                          layout.get("weights_format", "IOX"), layout.get("dtype", "f32"))

@@ -12,9 +12,9 @@ import numpy as np
 from ..canonical import AxisMap, Mode, Resampling, Rounding
 from ..enums import DML_AXIS_DIRECTION as DIR, DML_INTERPOLATION_MODE as DM, DML_TENSOR_DATA_TYPE
 from ..errors import require
-from ..resample import RESAMPLE_DESCS
-from ..tensor import DML_BUFFER_TENSOR_DESC
-from .common import exact, refuse
+from ..resample import RESAMPLE_DESCS, ResampleDescriptor, _pascal
+from ..tensor import DML_BUFFER_TENSOR_DESC, calc_buffer_tensor_size
+from .common import check_budget, exact, refuse
 
 FLT_MAX = float(np.finfo(np.float32).max)
 READINGS = ("forward", "swapped")
@@ -29,9 +29,15 @@ def _f32(v: float) -> float:
     return float(np.float32(v))
 
 
-def to_canonical(desc, offset_reading: str = "forward") -> Resampling:
+def to_canonical(desc: ResampleDescriptor, offset_reading: str = "forward") -> Resampling:
+    """The canonical map of a DirectML RESAMPLE1/2/3 or RESAMPLE_GRAD/GRAD1 descriptor. The axes follow the
+    descriptor's Sizes (usually NCHW). offset_reading='forward' reads a grad descriptor's offsets as the
+    forward's (the default); 'swapped' as tensorflow-directml-plugin writes them.
+    """
     require(offset_reading in READINGS, "offset_reading", offset_reading, f"must be one of {READINGS}")
     ins, outs = desc.forward_in.sizes, desc.forward_out.sizes
+    fin, fout = _pascal(desc.FORWARD_IN), _pascal(desc.FORWARD_OUT)
+    check_budget(ins, outs, f"{fin}.Sizes", f"{fout}.Sizes")
     in_offs, out_offs = desc.input_pixel_offsets, desc.output_pixel_offsets
     if offset_reading == "swapped":
         in_offs, out_offs = out_offs, in_offs
@@ -40,11 +46,37 @@ def to_canonical(desc, offset_reading: str = "forward") -> Resampling:
         rounding = Rounding.CEIL if desc.rounding_direction is DIR.INCREASING else Rounding.FLOOR
     axes = tuple(AxisMap(i, o, math.inf if s >= FLT_MAX else _f32(s), _f32(a), _f32(b), rounding)
                  for i, o, s, a, b in zip(ins, outs, desc.scales, in_offs, out_offs))
-    return Resampling(axes, MODES[desc.interpolation_mode], antialias=bool(getattr(desc, "antialiased", False)))
+    res = Resampling(axes, MODES[desc.interpolation_mode], antialias=bool(getattr(desc, "antialiased", False)))
+    return res.noted(*memory_notes(desc))
+
+
+def memory_notes(desc) -> tuple:
+    """A note for each tensor whose memory fields (strides, flags, size, alignment) are not the packed defaults:
+    they describe memory, not the map, and no other convention carries them."""
+    notes = []
+    for name in (desc.FORWARD_IN, desc.FORWARD_OUT):
+        t = getattr(desc, name)
+        packed = DML_BUFFER_TENSOR_DESC.packed(t.data_type, t.sizes)
+        fields = [f for f, mine, default in (
+            ("Strides", t.strides, None), ("Flags", t.flags, packed.flags),
+            ("TotalTensorSizeInBytes", t.total_tensor_size_in_bytes,
+             calc_buffer_tensor_size(t.data_type, t.sizes, t.strides)),
+            ("GuaranteedBaseOffsetAlignment", t.guaranteed_base_offset_alignment, 0)) if mine != default]
+        if t.strides is not None and list(t.strides) == [math.prod(t.sizes[i + 1:]) for i in range(len(t.sizes))]:
+            fields.remove("Strides")
+        if fields:
+            notes.append(f"{_pascal(name)}: {', '.join(fields)} describe memory, not the map; the other "
+                         "conventions take packed tensors and do not carry them")
+    return tuple(notes)
 
 
 def from_canonical(res: Resampling, operator: str = "DML_OPERATOR_RESAMPLE_GRAD",
-                   data_type=DML_TENSOR_DATA_TYPE.FLOAT32, offset_reading: str = "forward"):
+                   data_type: DML_TENSOR_DATA_TYPE = DML_TENSOR_DATA_TYPE.FLOAT32,
+                   offset_reading: str = "forward") -> tuple[ResampleDescriptor, tuple]:
+    """A descriptor of class `operator` (a DML_OPERATOR_* name) for `res` -> (descriptor, notes), or
+    ConversionError when that operator cannot state the map exactly (e.g. cubic, a round-half rule
+    RESAMPLE1/GRAD cannot express, antialias before RESAMPLE3).
+    """
     require(operator in RESAMPLE_DESCS, "operator", operator, f"must be one of {sorted(RESAMPLE_DESCS)}")
     cls = RESAMPLE_DESCS[operator]
     _check_expressible(res, cls)

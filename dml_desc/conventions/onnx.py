@@ -2,10 +2,20 @@
 
 Scale semantics follow onnxruntime's CPU kernel: with a scales input the coordinate uses that
 float32 scale; with sizes it uses float32(out / in).
+
+Three named semantics decide how a nearest coordinate becomes an index (SEMANTICS; the default is
+the installed onnxruntime's, `installed_semantics()`):
+- "ort-1.19": onnxruntime 1.19 to 1.26. x in float32; only an exact float32 k + 0.5 is a tie.
+- "ort-1.27": onnxruntime 1.27 and later (microsoft/onnxruntime#28291): the same float32 x, but
+  |x - floor(x) - 0.5| <= 1e-6 is a tie, for round_prefer_floor / round_prefer_ceil.
+- "onnx-spec": the specification's formulas in exact rational arithmetic. Output lengths and
+  onnxruntime's copy rules stay as onnxruntime has them, so the shapes always agree.
 """
 from __future__ import annotations
 
+import functools
 import math
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Optional, Sequence
@@ -13,8 +23,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding, fraction, ratio
-from ..errors import one_of, require
+from .. import budget
+from ..errors import float32_number, is_number, one_of, require
 from .common import dataclass_from_json, first_exact, refuse
+
+SEMANTICS = ("ort-1.19", "ort-1.27", "onnx-spec")
+ORT_TIE_TOLERANCE = {"ort-1.19": 0.0, "ort-1.27": 1e-6}     # onnxruntime >= 1.27: |x - k - 0.5| <= 1e-6 is a tie
+NO_RUNTIME_SEMANTICS = "ort-1.27"     # what `pip install 'dml-desc[ort]'` installs today
 
 CTM_BY_OPSET = {
     10: ("asymmetric",),
@@ -38,7 +53,53 @@ NEAREST_MODES = {r.value: r for r in Rounding}
 POLICIES = ("stretch", "not_larger", "not_smaller")
 
 
+@functools.lru_cache(maxsize=1)
+def installed_runtime() -> Optional[str]:
+    """The version of the onnxruntime package that `import onnxruntime` would load, read from its files without
+    importing it (the training builds install the same package); None when there is none."""
+    import importlib.util
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.origin:
+        return None
+    try:
+        text = open(spec.origin, encoding="utf-8").read()
+    except OSError:
+        return None
+    found = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", text, re.M)
+    return found.group(1) if found else None
+
+
+def semantics_of(version: Optional[str]) -> str:
+    """The semantics of an onnxruntime version ("1.19.2" -> "ort-1.19"); NO_RUNTIME_SEMANTICS for None."""
+    if version is None:
+        return NO_RUNTIME_SEMANTICS
+    parts = re.findall(r"\d+", version)[:2]
+    return "ort-1.27" if tuple(int(p) for p in parts) >= (1, 27) else "ort-1.19"
+
+
+def installed_semantics() -> str:
+    """The semantics of the installed onnxruntime, or NO_RUNTIME_SEMANTICS when none is installed."""
+    return semantics_of(installed_runtime())
+
+
+def resolve_semantics(semantics: Optional[str] = None) -> str:
+    """An explicit choice (checked), else the installed onnxruntime's semantics."""
+    if semantics is None:
+        return installed_semantics()
+    return one_of(semantics, list(SEMANTICS), "semantics")
+
+
+def describe_semantics(semantics: Optional[str] = None) -> str:
+    """One line for reports: which semantics, and why ("ort-1.27 (installed onnxruntime 1.32.0)")."""
+    chosen = resolve_semantics(semantics)
+    if semantics is not None:
+        return f"{chosen} (chosen)"
+    version = installed_runtime()
+    return f"{chosen} (installed onnxruntime {version})" if version else f"{chosen} (no onnxruntime installed)"
+
+
 def schema_opset(opset: int) -> int:
+    """The Resize schema version in force at ai.onnx `opset` (10, 11, 13, 18 or 19); opsets 10 to 21."""
     require(isinstance(opset, int) and 10 <= opset <= 21, "opset", opset, "Resize is defined for opsets 10 to 21")
     return max(v for v in CTM_BY_OPSET if v <= opset)
 
@@ -54,10 +115,14 @@ class OnnxResize:
     opset: int = 19
     op_type: str = "Resize"
 
-    def attr(self, name, default=None):
+    def attr(self, name: str, default=None):
+        """The node attribute `name`, or `default` when it is not set."""
         return self.attributes.get(name, default)
 
     def to_json(self) -> dict:
+        """The JSON form read by `dml-desc convert --from onnx` (op_type, opset, input_shape, attributes, and
+        roi / scales / sizes when set).
+        """
         out = {"op_type": self.op_type, "opset": self.opset, "input_shape": list(self.input_shape),
                "attributes": dict(self.attributes)}
         for name in ("roi", "scales", "sizes"):
@@ -67,6 +132,7 @@ class OnnxResize:
 
     @classmethod
     def from_json(cls, obj: dict) -> "OnnxResize":
+        """An OnnxResize from its JSON form; unknown keys are refused by name."""
         node = dataclass_from_json(cls, obj, "onnx")
         require(bool(node.input_shape), "input_shape", node.input_shape, "is required (the shape of X)")
         return node
@@ -79,6 +145,7 @@ def _validate(node: OnnxResize) -> tuple:
     require(isinstance(shape, (list, tuple)) and len(shape) >= 1 and
             all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape),
             "input_shape", shape, "must be a non-empty list of integers >= 1")
+    budget.check_shape(shape, "input_shape")
     require(isinstance(node.attributes, dict), "attributes", node.attributes, "must be an object")
     for name in node.attributes:
         require(name in ATTRS_BY_OPSET[opset], name, node.attributes[name],
@@ -91,11 +158,10 @@ def _validate(node: OnnxResize) -> tuple:
     policy = node.attr("keep_aspect_ratio_policy", "stretch")
     require(policy in POLICIES, "keep_aspect_ratio_policy", policy, f"must be one of {list(POLICIES)}")
     for name in ("antialias", "exclude_outside"):
-        require(isinstance(node.attr(name, 0), int) and node.attr(name, 0) in (0, 1), name, node.attr(name),
-                "must be 0 or 1")
+        require(node.attr(name, 0) in (0, 1) and not isinstance(node.attr(name, 0), (bool, float)), name,
+                node.attr(name), "must be the integer 0 or 1")
     for name in ("cubic_coeff_a", "extrapolation_value"):
-        v = node.attr(name, 0.0)
-        require(isinstance(v, (int, float)) and math.isfinite(v), name, v, "must be a finite number")
+        float32_number(node.attr(name, 0.0), name)        # an ONNX float attribute
     return opset, mode, ctm, nearest, policy
 
 
@@ -128,31 +194,48 @@ def _sizes_and_scales(node: OnnxResize, axes, policy):
     if has_scales:
         require(len(node.scales) == len(axes), "scales", list(node.scales),
                 f"must have {len(axes)} entries (one per resized axis)")
-        require(all(isinstance(s, (int, float)) and not isinstance(s, bool) and math.isfinite(s) and s > 0
-                    for s in node.scales),
-                "scales", list(node.scales), "every scale must be a finite number > 0")
+        for i, v in enumerate(node.scales):
+            float32_number(v, f"scales[{i}]", positive=True)      # a float32 tensor: no overflow to inf
         require(policy == "stretch" or schema_opset(node.opset) < 18, "keep_aspect_ratio_policy", policy,
                 "applies only with the sizes input")
         scales = [_f32(s) for s in node.scales]
+        require(all(s * float(np.float32(n)) < 2 ** 63 for s, n in zip(scales, ins)), "scales", list(node.scales),
+                "give an output too large to count")
         outs = [int(np.floor(np.float32(s) * np.float32(n))) for s, n in zip(scales, ins)]
+        _check_budget(node, axes, outs, "scales")
         for a, o in zip(axes, outs):
             require(o >= 1, "scales", list(node.scales), f"give an empty output on axis {a}")
         return outs, scales
     require(len(node.sizes) == len(axes), "sizes", list(node.sizes), f"must have {len(axes)} entries")
     require(all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in node.sizes), "sizes",
             list(node.sizes), "every size must be an integer >= 1")
+    _check_budget(node, axes, node.sizes, "sizes")
     if policy == "stretch":
         return list(node.sizes), [_f32(np.float32(o) / np.float32(n)) for o, n in zip(node.sizes, ins)]
     pick = min if policy == "not_larger" else max
     s = pick(_f32(np.float32(o) / np.float32(n)) for o, n in zip(node.sizes, ins))
-    return [int(np.round(np.float32(s) * np.float32(n))) for n in ins], [s] * len(ins)
+    # onnxruntime: std::round(float(scale * in)), halves away from zero (np.round would go to even)
+    return [math.floor(float(np.float32(s) * np.float32(n)) + 0.5) for n in ins], [s] * len(ins)
+
+
+def _check_budget(node: OnnxResize, axes, outs, field: str) -> None:
+    """The size budget on the output shape, before any map or table is built (dml_desc.budget)."""
+    out_shape = list(node.input_shape)
+    for a, o in zip(axes, outs):
+        out_shape[a] = o
+    budget.check_shape(out_shape, field)
+    for k, (a, o) in enumerate(zip(axes, outs)):
+        if o != node.input_shape[a]:
+            budget.check_axis(o, f"{field}[{k}]")
+            budget.check_axis(node.input_shape[a], f"input_shape[{a}]")
 
 
 def _roi(node: OnnxResize, axes):
     rank = len(axes)
-    require(node.roi is not None and len(node.roi) == 2 * rank and all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in node.roi),
+    require(node.roi is not None and len(node.roi) == 2 * rank and all(is_number(v) for v in node.roi),
         "roi", node.roi, f"tf_crop_and_resize needs roi with 2*{rank} finite numbers [starts..., ends...]")
+    for i, v in enumerate(node.roi):
+        float32_number(v, f"roi[{i}]")          # a float tensor: no overflow to inf
     return [(_f32(node.roi[i]), _f32(node.roi[rank + i])) for i in range(rank)]
 
 
@@ -187,6 +270,23 @@ def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
                    coords=_tf_crop_coords(n_in, n_out, start, end))
 
 
+def _exact_axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
+    """The ONNX spec's formulas evaluated exactly ("onnx-spec"): the float32 scale as given (sizes: out / in),
+    no float32 rounding of x. Only the arithmetic differs from `_axis`."""
+    ax = _axis(ctm, n_in, n_out, scale, rounding, roi_pair)
+    if ax.is_identity:
+        return ax
+    if ctm == "half_pixel_symmetric":
+        adjustment = Fraction(n_out) / (fraction(scale) * n_in)
+        return ax.with_(in_offset=Fraction(1, 2) - Fraction(n_in, 2) * (1 - adjustment), single_rounding=False,
+                        exact=True)
+    if ctm == "tf_crop_and_resize" and n_out > 1:
+        start, end = (fraction(v) for v in roi_pair)
+        span = (end - start) * (n_in - 1)
+        return ax.with_(scale=math.inf if span == 0 else Fraction(n_out - 1) / span, coords=None, exact=True)
+    return ax.with_(exact=True)
+
+
 def _tf_crop_coords(n_in: int, n_out: int, start: float, end: float) -> tuple:
     """onnxruntime's float32 evaluation: start*(in-1) + (o*(end-start)*(in-1)) / (out-1), step by step."""
     f = np.float32
@@ -195,7 +295,10 @@ def _tf_crop_coords(n_in: int, n_out: int, start: float, end: float) -> tuple:
     return tuple(x.astype(np.float64))
 
 
-def to_canonical(node: OnnxResize) -> Resampling:
+def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resampling:
+    """The canonical map of a Resize / ResizeGrad under `semantics` (SEMANTICS; None: the installed
+    onnxruntime's, see `installed_semantics`)."""
+    semantics = resolve_semantics(semantics)
     opset, mode, ctm, nearest, policy = _validate(node)
     axes = _axes(node)
     outs, scales = _sizes_and_scales(node, axes, policy)
@@ -212,20 +315,43 @@ def to_canonical(node: OnnxResize) -> Resampling:
         rounding = NEAREST_MODES[nearest]
         if opset == 10:   # onnxruntime's Resize-10 rule: ceil when downsampling, truncate otherwise
             rounding = Rounding.CEIL if s < 1 else Rounding.FLOOR
-        maps[a] = _axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
+        if semantics == "onnx-spec":
+            s = _spec_scale(node, a, n_out, s)
+            maps[a] = _exact_axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
+        else:
+            maps[a] = _axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
+            if mode == "nearest" and rounding in (Rounding.ROUND_PREFER_FLOOR, Rounding.ROUND_PREFER_CEIL) \
+                    and not maps[a].is_identity:
+                maps[a] = maps[a].with_(tie_tolerance=ORT_TIE_TOLERANCE[semantics])
         if kwargs["antialias"] and mode != "nearest" and n_out == node.input_shape[a]:
             maps[a] = AxisMap.identity(n_out)      # onnxruntime's antialias kernels copy same-length axes
     return Resampling(tuple(maps), MODES[mode], **kwargs)
 
 
-def from_canonical(res: Resampling, opset: int = 19, op_type: str = "Resize") -> tuple:
-    """The first ONNX spelling whose map equals `res`: exact parameters first, then equal weights."""
+def _spec_scale(node: OnnxResize, axis: int, n_out: int, scale: float):
+    """The spec's scale: the scales input as given (already float32), or exactly out / in from sizes
+    (keep_aspect_ratio_policy: the min / max of those ratios)."""
+    if node.scales:
+        return scale
+    axes = _axes(node)
+    ratios = [Fraction(int(o), node.input_shape[a]) for o, a in zip(node.sizes, axes)]
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    if policy == "stretch":
+        return ratios[axes.index(axis)]
+    return (min if policy == "not_larger" else max)(ratios)
+
+
+def from_canonical(res: Resampling, opset: int = 19, op_type: str = "Resize", semantics: Optional[str] = None) -> tuple:
+    """The first ONNX spelling whose map equals `res` under `semantics` (None: the installed onnxruntime's):
+    exact parameters first, then equal weights."""
+    semantics = resolve_semantics(semantics)
     opset_schema = schema_opset(opset)
     if res.antialias and opset_schema < 18:
         refuse("antialias", True, f"Resize-{opset} has no antialias attribute (opset 18 added it)")
     if res.mode is Mode.CUBIC and opset_schema == 10:
         refuse("mode", "cubic", "Resize-10 has nearest and linear only")
-    return first_exact(res, _candidates(res, opset, op_type), to_canonical, f"ONNX Resize-{opset}")
+    return first_exact(res, _candidates(res, opset, op_type), lambda node: to_canonical(node, semantics),
+                       f"ONNX Resize-{opset} ({semantics})")
 
 
 def _candidates(res: Resampling, opset: int, op_type: str):

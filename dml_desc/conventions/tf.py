@@ -6,13 +6,16 @@ from typing import Sequence
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding
 from ..errors import flag, int_list, one_of, require
-from .common import align_corners_axis, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
+from .common import align_corners_axis, check_budget, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
 
 METHODS = {"bilinear": Mode.LINEAR, "nearest": Mode.NEAREST, "bicubic": Mode.CUBIC}
 
 
 @dataclass
 class TfResize:
+    """A TF v1 image resize: tf.compat.v1.image.resize_{bilinear,nearest_neighbor,bicubic}(images, size,
+    align_corners, half_pixel_centers) on an NHWC input of shape input_shape; size = [new_height, new_width].
+    """
     input_shape: Sequence[int]          # NHWC
     size: Sequence[int]
     method: str = "bilinear"
@@ -20,18 +23,22 @@ class TfResize:
     half_pixel_centers: bool = False
 
     def to_json(self) -> dict:
+        """The JSON form (every field)."""
         return dict(self.__dict__)
 
     @classmethod
     def from_json(cls, obj: dict) -> "TfResize":
+        """A TfResize from its JSON form; unknown keys are refused by name."""
         return dataclass_from_json(cls, obj, "tf")
 
 
 def to_canonical(t: TfResize) -> Resampling:
+    """The canonical map of a TF v1 resize, NHWC (axes 1 and 2 are resized), scales in float32 as TF computes them."""
     one_of(t.method, METHODS, "method")
     shape = int_list(t.input_shape, "input_shape")
     require(len(shape) == 4, "input_shape", shape, "TF image resize takes NHWC tensors of positive sizes")
     int_list(t.size, "size", length=2)
+    check_budget(shape, [shape[0], *t.size, shape[3]], "input_shape", "size", lambda i: f"size[{i - 1}]")
     flag(t.align_corners, "align_corners")
     flag(t.half_pixel_centers, "half_pixel_centers")
     require(not (t.align_corners and t.half_pixel_centers), "half_pixel_centers", True,
@@ -68,11 +75,15 @@ def _axis(t: TfResize, n_in: int, n_out: int) -> AxisMap:
 
 
 def from_canonical(res: Resampling) -> tuple:
+    """The first TF v1 resize spelling whose map equals `res` -> (TfResize, notes). `res` must be NHWC:
+    only axes 1 and 2 may be resized.
+    """
     require(len(res.axes) == 4, "rank", len(res.axes), "TF image resize takes NHWC (4-D) tensors")
     norm = res.normalized()
     for i in (0, 3):
         if not norm.axes[i].is_identity:
-            refuse(f"axes[{i}]", "resized", "TF image resize keeps N and C (NHWC)")
+            refuse(f"axes[{i}]", "resized", "TF image resize keeps N and C: the tensor was read as NHWC (axes 1 "
+                   "and 2 are H and W); an NCHW source resizes axes 2 and 3, which TF cannot express")
     if res.antialias:
         refuse("antialias", True, "the TF v1 resize ops have no antialias")
     method = {v: k for k, v in METHODS.items()}[res.mode]

@@ -8,8 +8,8 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding
-from ..errors import flag, int_list, one_of, require
-from .common import align_corners_axis, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
+from ..errors import flag, int_list, is_number, one_of, require
+from .common import align_corners_axis, check_budget, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
 
 SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear")
@@ -18,6 +18,10 @@ INTERPOLATING = ("linear", "bilinear", "bicubic", "trilinear")
 
 @dataclass
 class TorchInterpolate:
+    """The arguments of torch.nn.functional.interpolate(input, size, scale_factor, mode, align_corners,
+    recompute_scale_factor, antialias) plus the input's shape, (N, C, spatial...) channels first.
+    It describes a forward call; its gradient is what autograd computes.
+    """
     input_shape: Sequence[int]
     mode: str = "nearest"
     size: Optional[Union[int, Sequence[int]]] = None
@@ -27,13 +31,16 @@ class TorchInterpolate:
     antialias: bool = False
 
     def to_json(self) -> dict:
+        """The JSON form (the keyword arguments that are set, plus input_shape)."""
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
     @classmethod
     def from_json(cls, obj: dict) -> "TorchInterpolate":
+        """A TorchInterpolate from its JSON form; unknown keys are refused by name."""
         return dataclass_from_json(cls, obj, "torch")
 
     def kwargs(self) -> dict:
+        """The keyword arguments to pass to F.interpolate (everything but input_shape)."""
         return {k: v for k, v in self.to_json().items() if k != "input_shape"}
 
 
@@ -59,22 +66,31 @@ def _validate(t: TorchInterpolate):
 def _per_axis(value, n, field, kind):
     values = list(value) if isinstance(value, (list, tuple)) else [value] * n
     require(len(values) == n, field, value, f"must have {n} entries (one per spatial axis)")
-    require(all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 and math.isfinite(v) for v in values),
-            field, value, "every entry must be a positive number")
+    for i, v in enumerate(values):
+        name = f"{field}[{i}]" if isinstance(value, (list, tuple)) else field
+        require(isinstance(v, kind) and is_number(v) and v > 0, name, v, "must be a positive number")
     return values
 
 
 def to_canonical(t: TorchInterpolate) -> Resampling:
+    """The canonical map of an F.interpolate call, as torch 2.x's CPU kernels compute it (scales in float32;
+    see the README's torch findings for the axes torch copies).
+    """
     shape, n = _validate(t)
     ins = shape[2:]
     if t.size is not None:
         outs, factors = _per_axis(t.size, n, "size", int), [None] * n
     else:
         factors = _per_axis(t.scale_factor, n, "scale_factor", (int, float))
-        outs = [int(math.floor(i * float(f))) for i, f in zip(ins, factors)]
+        products = [i * float(f) for i, f in zip(ins, factors)]
+        require(all(math.isfinite(p) for p in products), "scale_factor", t.scale_factor, "gives an output "
+                "too large to count")
+        outs = [int(math.floor(p)) for p in products]
         require(all(o >= 1 for o in outs), "scale_factor", t.scale_factor, "gives an empty output")
         if t.recompute_scale_factor:
             factors = [None] * n
+    by = "size" if t.size is not None else "scale_factor"
+    check_budget(shape, shape[:2] + list(outs), "input_shape", by, lambda i: f"{by}[{i - 2}]")
     maps = [_axis(t, i, o, f) for i, o, f in zip(ins, outs, factors)]
     if _copies_same_length_axes(t, n):
         maps = [AxisMap.identity(i) if i == o else m for i, o, m in zip(ins, outs, maps)]
@@ -107,6 +123,9 @@ def _axis(t: TorchInterpolate, n_in: int, n_out: int, factor) -> AxisMap:
 
 
 def from_canonical(res: Resampling) -> tuple:
+    """The first F.interpolate spelling whose map equals `res` -> (TorchInterpolate, notes); refuses maps
+    that resize N or C, or that torch cannot state exactly.
+    """
     require(3 <= len(res.axes) <= 5, "rank", len(res.axes), "F.interpolate takes 3- to 5-D inputs")
     for i in (0, 1):
         if not res.normalized().axes[i].is_identity:

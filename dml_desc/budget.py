@@ -1,0 +1,83 @@
+"""The size budget every loader, converter, builder and lowering checks before it allocates.
+
+Two limits, both settable (a process-wide setting, or the environment at import time):
+
+- elements: the most elements one tensor may have (default 2**40, DML_DESC_MAX_ELEMENTS);
+- axis: the most entries of one per-axis table that is materialised (coordinates and taps of a
+  resized axis, cost O(size) time and memory; default 2**22, DML_DESC_MAX_AXIS). This keeps e.g.
+  TF bicubic `size: [10**8, 4]` from costing 30 s and 8 GB just to load.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from .errors import DescError
+
+DEFAULT_ELEMENTS = 2 ** 40
+DEFAULT_AXIS = 2 ** 22
+
+
+def _from_env(name: str, default: int) -> int:
+    text = os.environ.get(name, "")
+    try:
+        value = int(text) if text else default
+    except ValueError:
+        raise DescError(name, text, "must be a positive integer") from None
+    if value < 1:
+        raise DescError(name, text, "must be a positive integer")
+    return value
+
+
+_limits = {"elements": _from_env("DML_DESC_MAX_ELEMENTS", DEFAULT_ELEMENTS),
+           "axis": _from_env("DML_DESC_MAX_AXIS", DEFAULT_AXIS)}
+
+
+def max_elements() -> int:
+    """The largest tensor (in elements) a description may have; DML_DESC_MAX_ELEMENTS overrides it."""
+    return _limits["elements"]
+
+
+def max_axis() -> int:
+    """The largest size of one resized axis; DML_DESC_MAX_AXIS overrides it."""
+    return _limits["axis"]
+
+
+def set_limits(elements: int | None = None, axis: int | None = None) -> dict:
+    """Change the limits (None keeps one); returns the previous ones, e.g. to restore them."""
+    previous = dict(_limits)
+    for name, value in (("elements", elements), ("axis", axis)):
+        if value is None:
+            continue
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise DescError(name, value, "must be a positive integer")
+        _limits[name] = value
+    return previous
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_shape(shape, field: str) -> None:
+    """A tensor shape whose element count fits the budget (non-integer entries are left to the caller)."""
+    dims = [d for d in shape if _is_int(d)] if isinstance(shape, (list, tuple)) else []
+    if any(d <= 0 for d in dims):
+        return
+    count = math.prod(dims)
+    if count > _limits["elements"]:
+        raise DescError(field, list(shape), f"has {_count(count)} elements, more than the size budget of "
+                        f"{_count(_limits['elements'])} (dml_desc.budget.set_limits or DML_DESC_MAX_ELEMENTS)")
+
+
+def check_axis(size, field: str) -> None:
+    """One resized axis whose per-axis tables (coordinates, taps) fit the budget."""
+    if _is_int(size) and size > _limits["axis"]:
+        raise DescError(field, size, f"is more than the per-axis budget of {_count(_limits['axis'])} entries for "
+                        "a resized axis (dml_desc.budget.set_limits or DML_DESC_MAX_AXIS)")
+
+
+def _count(n: int) -> str:
+    if n >= 2 ** 20 and n & (n - 1) == 0:
+        return f"2^{n.bit_length() - 1}"
+    return str(n) if n < 10 ** 15 else f"about 2^{n.bit_length() - 1}"

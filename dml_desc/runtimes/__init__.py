@@ -1,0 +1,1 @@
+"""Runtimes the `dml-desc run` command and the conformance suite execute on (oneDNN via ctypes)."""

@@ -1,0 +1,188 @@
+"""`dml-desc run FILE.json --backend B --dy DY.npy [--weights W.npy] -o OUT.npy`.
+
+Runs the gradient a description states (a resample gradient from any format the library reads, or a
+ConvTransposeBackwardData) on one backend, writes dX as .npy and prints the backend, its version and the API:
+- numpy: the NumPy reference (conformance.reference / conv_reference), float64 accumulation;
+- onnxruntime: the lowered ResizeGrad model / the Conv model, on the CPU;
+- onednn: the real oneDNN (the `onednn` extra): the oneDNN Graph op the converter writes, or its primitive;
+- torch: autograd through F.interpolate / conv_transpose, where the conversion to torch is exact.
+Arrays are in the description's own layout (NXC / XOI where it says so). A backend that cannot run the
+description exactly refuses with the converter's reason.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..errors import DescError, require
+
+BACKENDS = ("numpy", "onnxruntime", "onednn", "torch")
+DTYPES = ("f32", "f16", "bf16", "f64")
+
+
+def add_command(sub) -> None:
+    """Register `run` on the `dml-desc` subcommand parser."""
+    from ..conventions import FORMATS
+    import argparse
+    r = sub.add_parser("run", help="run the gradient a description states on numpy, onnxruntime, onednn or torch",
+                       description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("file", metavar="FILE.json")
+    r.add_argument("--from", dest="src", choices=FORMATS, help="the file's format (default: guessed from its keys)")
+    r.add_argument("--backend", required=True, choices=BACKENDS, help="where the gradient runs (see above)")
+    r.add_argument("--dy", required=True, metavar="DY.npy", help="the output gradient (diff_dst) in the "
+                   "description's layout")
+    r.add_argument("--weights", metavar="W.npy", help="ConvTransposeBackwardData: the weights, in the "
+                   "description's weights_format (IOX for dml/onnx)")
+    r.add_argument("-o", "--output", required=True, metavar="OUT.npy")
+    r.add_argument("--dtype", choices=DTYPES, help="compute type (default: the description's, else f32); "
+                   "bf16 results are written as float32")
+    r.add_argument("--api", choices=("graph", "primitive"), help="onednn: the C API (default graph; primitive "
+                   "for a dilated ConvTransposeBackwardData, which oneDNN Graph computes undilated)")
+    r.set_defaults(func=cmd_run)
+
+
+def cmd_run(args) -> int:
+    """`dml-desc run`: read a description and dY (and the weights) as .npy, compute dX on one backend,
+    write it as .npy and print which backend and kernel ran.
+    """
+    from ..cli import _read_json
+    from ..conventions import deconv
+    obj = _read_json(args.file)
+    fmt = args.src or _guess(obj)
+    dy = _load_npy(args.dy, "--dy")
+    if deconv.is_deconv(fmt, obj):
+        spec, layout, notes = deconv.load(fmt, obj)
+        require(args.weights is not None, "--weights", None, "a ConvTransposeBackwardData needs its weights")
+        dtype = args.dtype or layout.get("dtype", "f32")
+        out, info = run_deconv(args.backend, spec, layout, dy, _load_npy(args.weights, "--weights"), dtype, args.api)
+    else:
+        from .. import conventions
+        res, _ = conventions.load(fmt, obj)
+        notes = res.notes
+        dtype = args.dtype or _description_dtype(fmt, obj)
+        out, info = run_resample(args.backend, res, dy, dtype, args.api)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    out = _typed(out, "f32" if dtype == "bf16" else dtype)       # .npy has no bfloat16
+    np.save(args.output, out)
+    print(f"backend: {info}")
+    print(f"wrote {args.output}: shape {list(out.shape)}, {dtype}")
+    return 0
+
+
+def _guess(obj) -> str:
+    from ..cli import guess_format
+    fmt = guess_format(obj)
+    require(fmt is not None, "--from", None, "cannot tell the file's format from its keys; give --from")
+    return fmt
+
+
+def _load_npy(path: str, flag: str) -> np.ndarray:
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise DescError(flag, path, f"is not a readable .npy file ({e})") from None
+    require(a.dtype.kind in "fiu", flag, str(a.dtype), "must hold numbers")
+    return a
+
+
+def _description_dtype(fmt: str, obj) -> str:
+    if fmt == "onednn":
+        from ..conventions.onednn import find_op
+        return (find_op(obj)["inputs"][0] or {}).get("dtype", "f32")
+    if fmt == "dml":
+        return "f16" if "FLOAT16" in str(obj.get("InputGradientTensor", obj.get("InputTensor", {}))) else "f32"
+    return "f32"
+
+
+def _typed(a, dtype: str) -> np.ndarray:
+    from conformance.judges import DTYPES as NP
+    return np.asarray(a, np.float64).astype(NP[dtype])
+
+
+# ---- resample gradients ----------------------------------------------------------------------------------
+
+def run_resample(backend: str, res, dy, dtype: str, api=None) -> tuple:
+    """(dX, 'backend version, API') for the gradient of canonical `res`."""
+    require(tuple(dy.shape) == res.out_shape, "--dy", list(dy.shape), f"must have the output shape "
+            f"{list(res.out_shape)} of the description")
+    if backend == "numpy":
+        from conformance.reference import resize_grad
+        return resize_grad(_typed(dy, dtype), res), f"numpy {np.__version__}, NumPy reference (float64 sums)"
+    if backend == "onnxruntime":
+        require(dtype != "bf16", "--dtype", dtype, "ResizeGrad has no bf16 type in onnxruntime")
+        import onnxruntime
+        from onnx_ops.build import build_lowered
+        from onnx_ops.run import run_model
+        dy = _typed(dy, dtype)
+        x = np.zeros(res.in_shape, dy.dtype)
+        out = run_model(build_lowered(res, dy.dtype), {"dY": dy, "X": x})[0]
+        return out, f"onnxruntime {onnxruntime.__version__}, lowered ResizeGrad (standard ops), CPU"
+    if backend == "torch":
+        return _torch_resample(res, dy, dtype)
+    require(dtype != "f64", "--dtype", dtype, "oneDNN takes f32, bf16 or f16")
+    from . import onednn
+    out, result, _ = onednn.interpolate_backward(res, dy, dtype, api or "graph")
+    return out, onednn.describe(result)
+
+
+def _torch_resample(res, dy, dtype: str) -> tuple:
+    from .. import conventions
+    torch = _torch()
+    obj, _ = conventions.dump("torch", res)          # ConversionError: the converter's reason
+    kw = {k: v for k, v in obj.items() if k != "input_shape"}
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}[dtype]
+    x = torch.zeros(*obj["input_shape"], dtype=tdt, requires_grad=True)
+    torch.nn.functional.interpolate(x, **kw).backward(torch.tensor(np.asarray(dy, np.float64), dtype=tdt))
+    out = x.grad.float().numpy() if dtype == "bf16" else x.grad.numpy()
+    return out, f"torch {torch.__version__}, autograd through F.interpolate({kw})"
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise DescError("--backend", "torch", "torch is not installed: pip install 'dml-desc[torch]'") from None
+    return torch
+
+
+# ---- ConvTransposeBackwardData ------------------------------------------------------------------------------
+
+def run_deconv(backend: str, spec, layout: dict, dd, w, dtype: str, api=None) -> tuple:
+    """(diff_src in the description's layout, 'backend version, API')."""
+    from ..conventions.deconv import to_layout
+    fmt, wfmt = layout.get("data_format", "NCX"), layout.get("weights_format", "IOX")
+    want_w = list(spec.weights_shape) if wfmt == "IOX" else list(spec.kernel) + [spec.dst_channels // spec.groups,
+                                                                                 spec.src_channels]
+    require(list(dd.shape) == to_layout(spec.diff_dst_shape, fmt), "--dy", list(dd.shape),
+            f"must be diff_dst {to_layout(spec.diff_dst_shape, fmt)} ({fmt})")
+    require(list(w.shape) == want_w, "--weights", list(w.shape), f"must be {want_w} ({wfmt})")
+    if backend == "onednn":
+        from . import onednn
+        require(dtype != "f64", "--dtype", dtype, "oneDNN takes f32, bf16 or f16")
+        dilated = any(d != 1 for d in spec.dilations)
+        result = onednn.run_one(onednn.deconv_job(spec, dd, w, fmt, wfmt, dtype,
+                                                  api or ("primitive" if dilated else "graph")))
+        return result["out"], onednn.describe(result)
+    dd_ncx = dd if fmt == "NCX" else np.moveaxis(dd, -1, 1)
+    n = len(spec.kernel)
+    w_iox = w if wfmt == "IOX" else np.transpose(w, [n + 1, n] + list(range(n)))
+    if backend == "numpy":
+        from conformance.conv_reference import conv_data_grad
+        out, info = conv_data_grad(_typed(dd_ncx, dtype), _typed(w_iox, dtype), spec), \
+            f"numpy {np.__version__}, NumPy reference correlation (float64 sums)"
+    elif backend == "onnxruntime":
+        require(dtype in ("f32", "f16", "f64"), "--dtype", dtype, "onnxruntime's Conv takes f16, f32 or f64")
+        import onnxruntime
+        from onnx_ops.conv import build_conv_data_grad
+        from onnx_ops.run import run_model
+        d, ww = _typed(dd, dtype), _typed(w, dtype)
+        out = run_model(build_conv_data_grad(spec, fmt, wfmt, d.dtype), {"diff_dst": d, "weights": ww})[0]
+        return out, f"onnxruntime {onnxruntime.__version__}, Conv (the data gradient), CPU"
+    else:
+        from conformance.deconv_suite import _torch as torch_grad
+        torch = _torch()
+        out = torch_grad(spec, _typed(dd_ncx, dtype).astype(np.float64), _typed(w_iox, dtype).astype(np.float64))
+        info = f"torch {torch.__version__}, autograd through conv_transpose (float64)"
+    return (out if fmt == "NCX" else np.moveaxis(out, 1, -1)), info

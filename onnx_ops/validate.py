@@ -1,0 +1,208 @@
+"""What the lowering reads and writes, checked: ONNX files, ResizeGrad nodes, and every model before it is saved.
+
+- `load_model` / `parse_model`: an ONNX file or bytes, or a DescError (empty, truncated, not protobuf, no graph).
+- `check_resize_grad`: a ResizeGrad node's arity, input types and ranks, outputs and the ai.onnx opset.
+- `check_written`: onnx's checker (full_check=True, with strict shape inference) and an onnxruntime load,
+  so the lowering never writes a model either rejects.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import onnx
+from onnx import TensorProto
+
+from dml_desc.errors import DescError, require
+
+FLOATS = {TensorProto.FLOAT16: "float16", TensorProto.FLOAT: "float", TensorProto.DOUBLE: "double"}
+ROI_TYPES = {**FLOATS, TensorProto.BFLOAT16: "bfloat16"}
+
+
+def parse_model(data: bytes, where: str = "model") -> onnx.ModelProto:
+    """An ONNX model from bytes: DescError for empty, truncated or random bytes."""
+    from google.protobuf.message import DecodeError
+    require(len(data) > 0, where, "", "is empty: not an ONNX model")
+    try:
+        model = onnx.load_model_from_string(bytes(data))
+    except (DecodeError, RuntimeWarning, ValueError) as e:
+        raise DescError(where, bytes(data[:16]), f"is not an ONNX model (protobuf: {e})") from None
+    require(model.HasField("graph"), where, bytes(data[:16]), "is not an ONNX model (it has no graph)")
+    return model
+
+
+def load_model(path: str, load_external_data: bool = False) -> onnx.ModelProto:
+    """An ONNX model file (external data is left in place unless asked for, and read relative to the file)."""
+    require(isinstance(path, (str, os.PathLike)), "path", path, "must be a file path")
+    require(os.path.isfile(path), path, path, "is not a file" if os.path.exists(path) else "does not exist")
+    with open(path, "rb") as f:
+        model = parse_model(f.read(), path)
+    if load_external_data:
+        from onnx.external_data_helper import load_external_data_for_model
+        load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    return model
+
+
+def check_resize_grad(node, types: dict, opset: int, consts=None) -> None:
+    """Raise a DescError naming the node unless it is a ResizeGrad the lowering can replace with valid ops.
+    `types` maps tensor names to TypeProto.Tensor (from shape inference), `consts` constant names to arrays or
+    TensorProtos (initializers and Constant nodes); `opset` is the ai.onnx version."""
+    types = dict(types)
+    for name, value in (consts or {}).items():
+        types.setdefault(name, _tensor_type(value))
+    where = f"node {node.name or node.op_type}"
+    require(opset >= 10, f"{where}.opset", opset, "lowering emits ai.onnx ops of opset 10 or later; "
+            "the model imports an older ai.onnx")
+    ins = list(node.input)
+    require(2 <= len(ins) <= 4, f"{where}.inputs", ins, "ResizeGrad takes 2 to 4 inputs (dY, X, roi, scales)")
+    require(bool(ins[0]) and bool(ins[1]), f"{where}.inputs", ins, "dY and X must be given")
+    outs = list(node.output)
+    require(len(outs) == 1, f"{where}.outputs", outs, "ResizeGrad has exactly one output (dX)")
+    require(bool(outs[0]), f"{where}.outputs", outs, "the output dX must have a name")
+    dy, x = _elem(types, ins[0]), _elem(types, ins[1])
+    for role, name, elem in (("dY", ins[0], dy), ("X", ins[1], x)):
+        if elem is not None:
+            require(elem in FLOATS, f"{where}.{role}", _type_name(elem), "must be float16, float or double")
+    if dy is not None and x is not None:
+        require(dy == x, f"{where}.dY", _type_name(dy), f"must have X's element type {_type_name(x)}")
+    if len(ins) > 2 and ins[2]:
+        roi = _elem(types, ins[2])
+        require(roi is None or roi in ROI_TYPES, f"{where}.roi", _type_name(roi), "must be a float tensor")
+    if len(ins) > 3 and ins[3]:
+        scales = _elem(types, ins[3])
+        require(scales is None or scales == TensorProto.FLOAT, f"{where}.scales", _type_name(scales),
+                "must be float (float32)")
+        dims = _dims(types, ins[3])        # its length (X's rank, or len(axes)) is checked when the map is read
+        require(dims is None or len(dims) == 1, f"{where}.scales", dims, "must be 1-D")
+
+
+def _tensor_type(value):
+    """A TypeProto.Tensor for a constant (numpy array or TensorProto)."""
+    import numpy as np
+    from onnx import helper
+    if isinstance(value, TensorProto):
+        return helper.make_tensor_type_proto(value.data_type, list(value.dims)).tensor_type
+    value = np.asarray(value)
+    elem = helper.np_dtype_to_tensor_dtype(value.dtype) if value.dtype != object else 0
+    return helper.make_tensor_type_proto(elem, list(value.shape)).tensor_type
+
+
+def _elem(types: dict, name: str):
+    t = types.get(name)
+    return t.elem_type if t is not None and t.elem_type else None
+
+
+def _dims(types: dict, name: str):
+    t = types.get(name)
+    if t is None or not t.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in t.shape.dim]
+
+
+def _type_name(elem) -> str:
+    try:
+        return TensorProto.DataType.Name(elem)
+    except (ValueError, TypeError):
+        return str(elem)
+
+
+def check_written(model, what: str = "lowered model") -> None:
+    """onnx's full check and an onnxruntime load (when onnxruntime is importable) of a ModelProto or a file
+    path; a DescError names the node or the reason. A file path resolves external data next to the file."""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, _decode_error(), *READ_ERRORS) as e:
+        raise DescError(what, _node_of(str(e)), f"fails onnx's checker: {_first_line(e)}") from None
+    _ort_load(model, what)
+
+
+def _ort_load(model, what: str) -> None:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return                    # onnxruntime is optional: onnx's full check still ran
+    if not hasattr(ort, "InferenceSession"):
+        return                    # a broken install: onnx_ops.run says so when a model is run
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    source = model if isinstance(model, (str, os.PathLike)) else model.SerializeToString()
+    try:
+        ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    except Exception as e:       # onnxruntime raises its own Fail / InvalidGraph / NotImplemented types
+        text = str(e)
+        if _foreign_kernel_missing(model, text):
+            return                # a training-only or CUDA-only op we did not write: not ours to judge
+        raise DescError(what, _node_of(text), f"onnxruntime cannot load it: {_first_line(text)}") from None
+
+
+def _foreign_kernel_missing(model, text: str) -> bool:
+    """onnxruntime's CPU build lacks a kernel for a non-ai.onnx node (e.g. a training graph's other grads)."""
+    m = re.search(r"Could not find an implementation for (\w+)\((\d+)\) node with name '([^']*)'", text)
+    if not m:
+        return False
+    if isinstance(model, (str, os.PathLike)):
+        model = onnx.load(model, load_external_data=False)
+    node = next((n for n in model.graph.node if n.name == m.group(3) and n.op_type == m.group(1)), None)
+    return node is not None and node.domain not in ("", "ai.onnx")
+
+
+def _node_of(text: str) -> str:
+    m = re.search(r"[Nn]ode \(?'?([^)':]+)'?\)?", text)
+    return m.group(1).strip() if m else "model"
+
+
+def _first_line(e) -> str:
+    line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+READ_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeDecodeError)
+
+
+def readable(what: str, read, *args):
+    """`read(*args)`, with the errors onnx's helpers raise on a corrupt model (a tensor whose data does not match
+    its shape, an unknown data or attribute type, bytes that are not UTF-8, shape inference failing) as a
+    DescError naming `what`."""
+    try:
+        return read(*args)
+    except DescError:
+        raise
+    except (*READ_ERRORS, onnx.shape_inference.InferenceError, onnx.checker.ValidationError, _decode_error()) as e:
+        raise DescError(what, _first_line(e)[:160], f"cannot be read: the model is corrupt or not valid ONNX "
+                        f"({type(e).__name__})") from None
+
+
+def _decode_error():
+    from google.protobuf.message import DecodeError
+    return DecodeError
+
+
+def check_text(model) -> None:
+    """Every name a lowering reads is text: protobuf hands back bytes for strings that are not UTF-8."""
+    from onnx_ops.lower import _graphs
+    for function in model.functions:
+        require(all(isinstance(v, str) for v in [function.name, function.domain, *function.input, *function.output]),
+                "function", function.name, "has a name that is not UTF-8 text")
+        for node in function.node:
+            _check_node_text(node)
+    for g in _graphs(model.graph):
+        for node in g.node:
+            _check_node_text(node)
+        for what, items in (("initializer", g.initializer), ("graph input", g.input), ("graph output", g.output),
+                            ("value_info", g.value_info)):
+            for t in items:
+                require(isinstance(t.name, str), what, t.name, "has a name that is not UTF-8 text")
+
+
+def _check_node_text(node) -> None:
+    for what, value in (("name", node.name), ("op_type", node.op_type), ("domain", node.domain)):
+        require(isinstance(value, str), f"node {_text(node.name)}.{what}", value, "is not UTF-8 text")
+    for value in list(node.input) + list(node.output):
+        require(isinstance(value, str), f"node {_text(node.name)}", value, "names a tensor that is not UTF-8")
+    for a in node.attribute:
+        require(isinstance(a.name, str), f"node {_text(node.name)}.attribute", a.name, "is not UTF-8 text")
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else repr(value)

@@ -1,0 +1,156 @@
+"""The artifact repairs of onnx_ops.training, with plain onnx + onnxruntime (no torch, no onnxruntime.training),
+so this runs in every environment:
+- repair_eval_model: ORT's eval models of BatchNorm networks load and compute inference BatchNorm;
+- repair_training_model: MaxPoolGrad with symbolic dims becomes ScatterElements(add), equal to NumPy's gradient."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper
+
+from dml_desc.errors import DescError
+from onnx_ops.training import repair_eval_model, repair_training_model
+
+RNG = np.random.default_rng(0)
+STATS = {"scale": RNG.uniform(0.5, 1.5, 4), "bias": RNG.standard_normal(4), "mean": RNG.standard_normal(4),
+         "var": RNG.uniform(0.5, 1.5, 4)}
+W = (RNG.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+
+
+def eval_like(bn_node, extra_nodes=(), extra_outputs=()):
+    """Conv -> BatchNorm -> Relu, shaped like an ORT eval model (parameters as graph inputs)."""
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv", pads=[1, 1, 1, 1]), bn_node,
+             helper.make_node("Relu", ["bn"], ["y"], name="relu"), *extra_nodes]
+    params = [helper.make_tensor_value_info(n, 1, [4]) for n in STATS]
+    g = helper.make_graph(nodes, "eval", [helper.make_tensor_value_info("x", 1, ["N", 3, "H", "W"]),
+                                          helper.make_tensor_value_info("W", 1, [4, 3, 3, 3]), *params],
+                          [helper.make_tensor_value_info("y", 1, ["N", 4, "H", "W"]), *extra_outputs])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=8)
+    model.metadata_props.add(key="kept", value="yes")
+    return model
+
+
+def ort_bn(training_mode=0):
+    return helper.make_node("BatchNormalization", ["c", *STATS], ["bn", "running_mean_out", "running_var_out"],
+                            name="bn0", epsilon=1e-3, momentum=0.9, training_mode=training_mode)
+
+
+def bn_internal():
+    return helper.make_node("BatchNormInternal", ["c", *STATS], ["bn", "rm", "rv", "saved_mean", "saved_inv_std"],
+                            name="bn0", domain="com.microsoft", epsilon=1e-3, momentum=0.9, training_mode=1)
+
+
+def feeds(n=2, h=5, w=7):
+    x = RNG.standard_normal((n, 3, h, w)).astype(np.float32)
+    return {"x": x, "W": W, **{k: v.astype(np.float32) for k, v in STATS.items()}}
+
+
+def expected(f):
+    """Inference BatchNorm in NumPy (float64) after the same Conv run by onnxruntime."""
+    conv = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1])], "c",
+                             [helper.make_tensor_value_info("x", 1, ["N", 3, "H", "W"]),
+                              helper.make_tensor_value_info("W", 1, [4, 3, 3, 3])],
+                             [helper.make_tensor_value_info("c", 1, ["N", 4, "H", "W"])])
+    c = run(helper.make_model(conv, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+            {"x": f["x"], "W": f["W"]})[0].astype(np.float64)
+    s = {k: v.astype(np.float64)[:, None, None] for k, v in STATS.items()}
+    return np.maximum((c - s["mean"]) / np.sqrt(s["var"] + np.float32(1e-3)) * s["scale"] + s["bias"], 0)
+
+
+def run(model, f):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, f)
+
+
+@pytest.mark.parametrize("make", [ort_bn, bn_internal], ids=["BatchNormalization", "BatchNormInternal"])
+def test_repaired_eval_model_loads_and_computes_inference_batchnorm(make):
+    model = eval_like(make())
+    if make is ort_bn:       # the failure the repair exists for
+        with pytest.raises(Exception, match="should be 1 when Training_mode = False"):
+            run(model, feeds())
+    repaired, notes = repair_eval_model(model)
+    assert len(notes) == 1 and "bn0" in notes[0]
+    onnx.checker.check_model(repaired, full_check=True)
+    (bn,) = [n for n in repaired.graph.node if n.name == "bn0"]
+    assert (bn.domain, bn.op_type, list(bn.input), list(bn.output)) == ("", "BatchNormalization", ["c", *STATS], ["bn"])
+    assert helper.get_attribute_value(bn.attribute[0]) == pytest.approx(1e-3)
+    for shape in [(2, 5, 7), (3, 6, 4)]:                  # symbolic N, H, W stay symbolic
+        f = feeds(*shape)
+        np.testing.assert_allclose(run(repaired, f)[0], expected(f), rtol=1e-5, atol=1e-5)
+
+
+def test_every_other_node_and_the_metadata_are_kept():
+    model = eval_like(ort_bn())
+    repaired, _ = repair_eval_model(model)
+    before = [n for n in model.graph.node if n.name != "bn0"]
+    after = [n for n in repaired.graph.node if n.name != "bn0"]
+    assert before == after and repaired.metadata_props == model.metadata_props
+    assert repaired.graph.input == model.graph.input and repaired.graph.output == model.graph.output
+    assert repair_eval_model(repaired) == (repaired, [])          # idempotent: nothing left to repair
+
+
+def test_a_read_training_output_is_refused_not_dropped():
+    model = eval_like(ort_bn(), extra_outputs=[helper.make_tensor_value_info("running_mean_out", 1, [4])])
+    with pytest.raises(DescError, match="bn0.*running_mean_out.*cannot be repaired"):
+        repair_eval_model(model)
+
+
+def test_training_mode_batchnorm_is_left_alone():
+    model = eval_like(ort_bn(training_mode=1))
+    assert repair_eval_model(model) == (model, [])
+
+
+def max_pool_grad_model(kernel, stride, opset=17, domain="", op="MaxPoolGrad"):
+    """MaxPool (with Indices) -> onnxruntime's MaxPoolGrad, as ORT's gradient builder writes it, symbolic dims."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=kernel, strides=stride),
+             helper.make_node(op, ["dy", "idx"], ["dx"], name=f"/pool_Grad/{op}_0", domain=domain,
+                              kernel_shape=kernel, strides=stride, pads=[0, 0, 0, 0])]
+    g = helper.make_graph(nodes, "train", [helper.make_tensor_value_info("x", 1, ["N", "C", "H", "W"]),
+                                           helper.make_tensor_value_info("dy", 1, ["N", "C", "h", "w"])],
+                          [helper.make_tensor_value_info("dx", 1, ["N", "C", "H", "W"])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def max_pool_grad_numpy(x, dy, k, s):
+    """dX of MaxPool: each window's dY goes to its (first) maximum; overlapping windows add up."""
+    dx = np.zeros_like(x, np.float64)
+    n, c, h, w = x.shape
+    for i in range(dy.shape[2]):
+        for j in range(dy.shape[3]):
+            win = x[:, :, i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1]].reshape(n, c, -1)
+            a, b = np.divmod(win.argmax(-1), k[1])
+            for p in range(n):
+                for q in range(c):
+                    dx[p, q, i * s[0] + a[p, q], j * s[1] + b[p, q]] += dy[p, q, i, j]
+    return dx
+
+
+@pytest.mark.parametrize("kernel,stride", [([2, 2], [2, 2]), ([3, 3], [2, 2])], ids=["2x2/2", "3x3/2-overlapping"])
+def test_max_pool_grad_with_symbolic_dims_becomes_standard_ops(kernel, stride):
+    repaired, notes = repair_training_model(max_pool_grad_model(kernel, stride))
+    assert notes == ["/pool_Grad/MaxPoolGrad_0: MaxPoolGrad with symbolic dims -> ScatterElements(add)"]
+    onnx.checker.check_model(repaired, full_check=True)
+    assert all(n.name.startswith("/pool_Grad/MaxPoolGrad_0/") for n in repaired.graph.node[1:])
+    sess = ort.InferenceSession(repaired.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    two_threads = ort.InferenceSession(repaired.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    for shape in [(2, 3, 8, 8), (1, 2, 11, 7), (3, 4, 40, 33)]:
+        x = RNG.permutation(np.prod(shape)).reshape(shape).astype(np.float32)     # no ties
+        y_shape = [(d - k) // s + 1 for d, k, s in zip(shape[2:], kernel, stride)]
+        dy = RNG.standard_normal(shape[:2] + tuple(y_shape)).astype(np.float32)
+        dx = sess.run(["dx"], {"x": x, "dy": dy})[0]
+        np.testing.assert_allclose(dx, max_pool_grad_numpy(x, dy, kernel, stride), rtol=1e-6, atol=1e-6)
+        assert np.array_equal(dx, sess.run(["dx"], {"x": x, "dy": dy})[0])         # bitwise on a rerun ...
+        assert np.array_equal(dx, two_threads.run(["dx"], {"x": x, "dy": dy})[0])  # ... and on 2 threads
+
+
+def test_static_max_pool_grad_keeps_the_native_kernel_and_old_opsets_are_refused():
+    static = max_pool_grad_model([2, 2], [2, 2])
+    static.graph.value_info.append(helper.make_tensor_value_info("dx", 1, [2, 3, 8, 8]))
+    assert repair_training_model(static) == (static, [])
+    with pytest.raises(DescError, match="MaxPoolGrad_0.opset=15.*opset 16"):
+        repair_training_model(max_pool_grad_model([2, 2], [2, 2], opset=15))
+    average = max_pool_grad_model([2, 2], [2, 2], op="AveragePoolGrad")
+    with pytest.raises(DescError, match="AveragePoolGrad_0.dX=.*symbolic dims"):
+        repair_training_model(average)

@@ -1,0 +1,199 @@
+"""The band / dense MatMul forms and the cost-driven choice: picked where expected, exact against the NumPy
+reference on onnxruntime, deterministic, and valid at opset 17 and the newest opset."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conformance.reference import resize_grad
+from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from dml_desc.weights import gradient_taps
+from onnx_ops import build_resize_grad, lower, run_model
+from onnx_ops.forms import band, band_dense, plan_axes, shared_band
+
+
+def _lowered(r: OnnxResize, dtype=np.float32):
+    model = build_resize_grad(r, np.dtype(dtype))
+    for o in model.opset_import:
+        if o.domain == "":
+            o.version = r.opset
+    return lower(model)
+
+
+def _check(r: OnnxResize, dtype=np.float32, seed=0, rtol=1e-5):
+    res = to_canonical(r)
+    lowered, report = _lowered(r, dtype)
+    dy = np.random.default_rng(seed).standard_normal(res.out_shape).astype(dtype)
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, dtype)})[0]
+    want = resize_grad(dy.astype(np.float64), res)
+    np.testing.assert_allclose(dx, want, rtol=0, atol=rtol * max(1.0, np.abs(want).max()), err_msg=str(report))
+    return lowered, report
+
+
+def _spec(mode, shape, sizes=None, scales=None, opset=19, **attrs):
+    attrs = {"mode": mode, **attrs}
+    if sizes is not None:
+        return OnnxResize(list(shape), attrs, sizes=list(shape[:2]) + list(sizes), opset=opset, op_type="ResizeGrad")
+    return OnnxResize(list(shape), attrs, scales=[1.0, 1.0] + list(scales), opset=opset, op_type="ResizeGrad")
+
+
+# (spec, the per-axis forms the cost model must pick, the op types of the lowered graph)
+PICKS = [
+    (_spec("linear", (2, 3, 128, 128), sizes=(47, 47)), ("band 2x24->64", "dense 1x47->128"),
+     ["Gather", "MatMul", "Reshape", "MatMul"]),
+    (_spec("linear", (4, 16, 128, 128), sizes=(217, 217)), ("band 8x29->16", "dense 1x217->128"),
+     ["Gather", "MatMul", "Reshape", "MatMul"]),
+    (_spec("nearest", (4, 16, 128, 128), sizes=(192, 192), coordinate_transformation_mode="asymmetric",
+           nearest_mode="floor"), ("band 8x24->16, shared",) * 2,
+     ["Reshape", "MatMul", "Reshape", "Reshape", "MatMul", "Reshape"]),                  # rational p/q = 2/3 blocks
+    (_spec("linear", (4, 16, 128, 128), scales=(2.0, 2.0), opset=17), ("band 8x34->16, shared", "dense 1x256->128"),
+     ["Gather", "MatMul", "Reshape", "MatMul"]),                                          # no antialias below 18
+    (_spec("linear", (4, 16, 128, 128), scales=(2.0, 2.0)), ("Resize(linear, antialias)",) * 2, ["Resize", "Mul"]),
+]
+
+
+@pytest.mark.parametrize("r,forms,ops", PICKS, ids=lambda v: str(v)[:40] if isinstance(v, tuple) else None)
+def test_cost_model_picks_the_expected_form_and_it_is_exact(r, forms, ops):
+    lowered, report = _check(r)
+    assert report[0].forms == forms
+    assert [n.op_type for n in lowered.graph.node] == ops
+
+
+@pytest.mark.parametrize("mode,n,m,clamped", [("linear", 64, 128, True), ("linear", 50, 100, True),
+                                               ("nearest", 48, 96, False), ("linear", 40, 80, True)])
+def test_shared_band_matches_the_taps_with_clamped_windows(mode, n, m, clamped):
+    r = OnnxResize([n], {"mode": mode}, sizes=[m], op_type="ResizeGrad")
+    res = to_canonical(r)
+    taps = gradient_taps(res.axes[0], res)
+    plan = shared_band(taps, 0, 8 if n % 8 == 0 else 5)
+    assert plan is not None and plan.shared and (plan.starts[0] < 0) == clamped   # edge windows read clamped rows
+    np.testing.assert_allclose(band_dense(plan, m), taps.dense(), rtol=2e-6, atol=0)
+
+
+def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
+    """Cubic clamps X's indices, not dY's: the edge tiles differ, so only the per-tile band fits."""
+    r = OnnxResize([32], {"mode": "cubic"}, sizes=[64], op_type="ResizeGrad")
+    res = to_canonical(r)
+    taps = gradient_taps(res.axes[0], res)
+    assert shared_band(taps, 0, 8) is None
+    np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), taps.dense(), rtol=0, atol=0)
+
+
+def test_band_covers_any_map_exactly():
+    r = OnnxResize([37], {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, sizes=[101],
+                   op_type="ResizeGrad")
+    res = to_canonical(r)
+    taps = gradient_taps(res.axes[0], res)
+    for tile in (1, 37):
+        plan = band(taps, 0, tile)
+        np.testing.assert_array_equal(band_dense(plan, 101), taps.dense())
+
+
+def test_float16_and_float64_use_the_same_plans():
+    r = _spec("linear", (1, 3, 40, 40), sizes=(67, 67))
+    _check(r, np.float16, rtol=4e-3)
+    lowered, report = _check(r, np.float64, rtol=1e-12)
+    assert report[0].forms == _lowered(r)[1][0].forms
+
+
+def test_symbolic_batch_and_channels_keep_working():
+    """Reshapes keep leading dims with 0, so the same lowered graph runs for any N and C."""
+    import onnx
+    r = _spec("linear", (2, 3, 128, 128), sizes=(217, 217))
+    model = build_resize_grad(r)
+    for value in list(model.graph.input) + list(model.graph.output):
+        dims = value.type.tensor_type.shape.dim
+        dims[0].dim_param, dims[1].dim_param = "N", "C"
+    lowered, report = lower(model)
+    assert report[0].forms[0].startswith("band") and not report[0].dynamic
+    onnx.checker.check_model(lowered, full_check=True)
+    res = to_canonical(r)
+    for n, c in ((2, 3), (1, 5)):
+        dy = np.random.default_rng(n).standard_normal((n, c) + res.out_shape[2:]).astype(np.float32)
+        dx = run_model(lowered, {"dY": dy, "X": np.zeros((n, c) + res.in_shape[2:], np.float32)})[0]
+        want = resize_grad(dy.astype(np.float64), to_canonical(_spec("linear", (n, c, 128, 128), sizes=(217, 217))))
+        np.testing.assert_allclose(dx, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4]], ids=["dense", "band", "band-rational", "band-shared"])
+def test_band_forms_are_bitwise_deterministic_across_runs_and_threads(r):
+    res = to_canonical(r)
+    model = _lowered(r)[0]
+    dy = np.random.default_rng(3).standard_normal(res.out_shape).astype(np.float32)
+    feeds = {"dY": dy, "X": np.zeros(res.in_shape, np.float32)}
+    assert len({run_model(model, feeds, threads=t)[0].tobytes() for t in (1, 2, 4, 1, 2)}) == 1
+
+
+@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4]], ids=["dense", "band", "band-rational", "band-shared"])
+def test_band_forms_never_make_a_non_finite_value_finite(r):
+    """A MatMul multiplies by its matrix's zeros, so an inf or NaN in dY may turn other outputs of its window
+    into NaN (0 * inf). Every dX entry the reference makes non-finite stays non-finite; the rest are exact."""
+    res = to_canonical(r)
+    model = _lowered(r)[0]
+    dy = np.random.default_rng(5).standard_normal(res.out_shape).astype(np.float32)
+    dy[0, 0, 2, 3], dy[0, 1, 7, 5] = np.inf, np.nan
+    dx = run_model(model, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+    want = resize_grad(dy.astype(np.float64), res)
+    assert np.all(~np.isfinite(dx[~np.isfinite(want)]))
+    ok = np.isfinite(dx)
+    assert np.all(np.isfinite(dx[1:])) and np.all(np.isfinite(dx[0, 2:]))     # other images and channels: untouched
+    np.testing.assert_allclose(dx[ok], want[ok], rtol=0, atol=1e-5 * np.abs(want[ok]).max())
+
+
+def test_plan_cost_prefers_dense_for_small_axes_and_bands_for_long_ones():
+    small = to_canonical(_spec("linear", (8, 32, 128, 128), sizes=(47, 47)))
+    long = to_canonical(_spec("linear", (1, 1, 2048, 2048), sizes=(3000, 3000)))
+    assert plan_axes(small)[0][-1].band.dense
+    assert [(p.kind, p.band.tile) for p in plan_axes(long)[0]] == [("band", 16), ("band-t", 16)]   # transposed
+
+
+@st.composite
+def non_integer_grads(draw):
+    """Random non-integer resizes of every mode, at opset 17 and 19, on 1 or 2 spatial axes."""
+    opset = draw(st.sampled_from([17, 19]))
+    mode = draw(st.sampled_from(["nearest", "linear", "cubic"]))
+    spatial = draw(st.integers(1, 2))
+    shape = [draw(st.integers(1, 2)), draw(st.integers(1, 3))] + [draw(st.integers(2, 40)) for _ in range(spatial)]
+    ctms = ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"] + (["half_pixel_symmetric"]
+                                                                                  if opset >= 19 else [])
+    attrs = {"mode": mode, "coordinate_transformation_mode": draw(st.sampled_from(ctms))}
+    if mode == "nearest":
+        attrs["nearest_mode"] = draw(st.sampled_from(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]))
+    elif opset >= 18 and draw(st.booleans()):
+        attrs["antialias"] = 1
+    if mode == "cubic" and draw(st.booleans()):
+        attrs["exclude_outside"] = 1
+    if mode == "cubic":
+        attrs["cubic_coeff_a"] = draw(st.sampled_from([-0.75, -0.5]))
+    if draw(st.booleans()):
+        scales = [1.0, 1.0] + [draw(st.floats(0.3, 3.5).filter(lambda f: abs(f - round(f)) > 0.05))
+                               for _ in range(spatial)]
+        return OnnxResize(shape, attrs, scales=scales, opset=opset, op_type="ResizeGrad")
+    sizes = shape[:2] + [draw(st.integers(1, 90)) for _ in range(spatial)]
+    return OnnxResize(shape, attrs, sizes=sizes, opset=opset, op_type="ResizeGrad")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(non_integer_grads(), st.integers(0, 1000))
+def test_lowering_of_non_integer_resizes_is_the_reference_gradient(r, seed):
+    from hypothesis import assume
+    from dml_desc import DescError
+    try:
+        to_canonical(r)
+    except DescError:              # e.g. scales that give an empty output
+        assume(False)
+    _check(r, seed=seed, rtol=2e-6)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_gather_form_keeps_the_references_non_finite_pattern(mode):
+    """Outputs piled on an edge (a DirectML descriptor whose Scales do not match its sizes): the cost model
+    keeps the narrow gather form, which gives exactly the reference's pattern of non-finite entries."""
+    from dml_desc import AxisMap, Resampling
+    from onnx_ops.build import build_lowered
+    res = Resampling((AxisMap.identity(2), AxisMap(400, 400, 0.5, 0.5, -0.5)), mode)
+    assert [p.kind for p in plan_axes(res)[0]] == ["gather"]
+    dy = np.ones(res.out_shape, np.float32)
+    dy[0, 3], dy[1, 350] = np.inf, np.nan
+    dx = run_model(build_lowered(res), {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+    np.testing.assert_array_equal(np.isfinite(dx), np.isfinite(resize_grad(dy.astype(np.float64), res)))
