@@ -129,10 +129,10 @@ def build_lowered(res: Resampling, dtype: DTypeLike = np.float32) -> onnx.ModelP
     return model
 
 
-def save_atomic(model: onnx.ModelProto, path: str, check: bool = True) -> None:
+def save_atomic(model: onnx.ModelProto, path: str, check: bool = True, baseline=None) -> None:
     """Write through a temporary file in the same folder, so `path` is never half-written. With `check`, the
     written file must pass onnx's full check and load in onnxruntime (onnx_ops.validate.check_written) before
-    it replaces `path`. A new file gets the mode the umask gives; a rewritten one keeps its mode."""
+    it replaces `path`; failures `baseline` (the model it was rewritten from) already has are excused. A new file gets the mode the umask gives; a rewritten one keeps its mode."""
     folder = os.path.dirname(os.path.abspath(path))
     require(not os.path.isdir(path), "OUT", path, "is a folder; name a file")
     require(os.path.isdir(folder), "OUT", path, "is in a folder that does not exist")
@@ -143,7 +143,7 @@ def save_atomic(model: onnx.ModelProto, path: str, check: bool = True) -> None:
         onnx.save(model, tmp)
         if check:
             from .validate import check_written
-            check_written(tmp, f"model for {path}")
+            check_written(tmp, f"model for {path}", baseline)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:

@@ -101,8 +101,8 @@ def prepare_artifacts(out_dir: str, prefix: str = "", semantics: str | None = No
     training, training_repairs = repair_training_model(onnx.load(paths["training_model.onnx"],
                                                                  load_external_data=False))
     training, rewrites = lower(training, semantics=semantics)
-    # no onnx checker here: onnx does not know onnxruntime's training ops (MaxPoolGrad even sits in ai.onnx)
-    save_atomic(training, paths["training_model.onnx"], check=False)
+    # checked against the file ORT wrote: onnx does not know ORT's training ops (MaxPoolGrad even sits in ai.onnx)
+    save_atomic(training, paths["training_model.onnx"], baseline=paths["training_model.onnx"])
     eval_repairs = repair_eval_file(paths["eval_model.onnx"]) if os.path.isfile(paths["eval_model.onnx"]) else []
     return ArtifactReport(list(rewrites), eval_repairs, training_repairs,
                           [p for p in paths.values() if os.path.exists(p)])

@@ -106,23 +106,40 @@ def _type_name(elem) -> str:
         return str(elem)
 
 
-def check_written(model, what: str = "lowered model") -> None:
+def check_written(model, what: str = "lowered model", baseline=None) -> None:
     """onnx's full check and an onnxruntime load (when onnxruntime is importable) of a ModelProto or a file
-    path; a DescError names the node or the reason. A file path resolves external data next to the file."""
+    path; a DescError names the node or the reason. A file path resolves external data next to the file.
+    `baseline` (the model that was rewritten) excuses a failure it already has: e.g. an ORT training graph's
+    MaxPoolGrad, which ORT registers in the ai.onnx domain where onnx's checker does not know it."""
+    problem = _checker_problem(model)
+    if problem and problem != _checker_problem(baseline):
+        raise DescError(what, _node_of(problem), f"fails onnx's checker: {problem}")
+    problem = _ort_problem(model)
+    if problem and problem != _ort_problem(baseline):
+        raise DescError(what, _node_of(problem), f"onnxruntime cannot load it: {problem}")
+
+
+def _checker_problem(model) -> str | None:
+    if model is None:
+        return None
     try:
         onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, _decode_error(), *READ_ERRORS) as e:
-        raise DescError(what, _node_of(str(e)), f"fails onnx's checker: {_first_line(e)}") from None
-    _ort_load(model, what)
+        return _first_line(e)
+    return None
 
 
-def _ort_load(model, what: str) -> None:
+def _ort_problem(model) -> str | None:
+    """onnxruntime's reason for refusing to load `model`, or None (also when onnxruntime is absent, or when the
+    only problem is a missing kernel for a node of another domain that we did not write)."""
+    if model is None:
+        return None
     try:
         import onnxruntime as ort
     except ImportError:
-        return                    # onnxruntime is optional: onnx's full check still ran
+        return None               # onnxruntime is optional: onnx's full check still ran
     if not hasattr(ort, "InferenceSession"):
-        return                    # a broken install: onnx_ops.run says so when a model is run
+        return None               # a broken install: onnx_ops.run says so when a model is run
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
@@ -130,14 +147,17 @@ def _ort_load(model, what: str) -> None:
     try:
         ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     except Exception as e:       # onnxruntime raises its own Fail / InvalidGraph / NotImplemented types
-        text = str(e)
-        if _foreign_kernel_missing(model, text):
-            return                # a training-only or CUDA-only op we did not write: not ours to judge
-        raise DescError(what, _node_of(text), f"onnxruntime cannot load it: {_first_line(text)}") from None
+        text = re.sub(r"Load model from .*? failed:", "", str(e))     # the same problem, whatever the path
+        return None if _foreign_kernel_missing(model, text) else _first_line(text)
+    return None
 
 
 def _foreign_kernel_missing(model, text: str) -> bool:
-    """onnxruntime's CPU build lacks a kernel for a non-ai.onnx node (e.g. a training graph's other grads)."""
+    """onnxruntime lacks a kernel or schema for a non-ai.onnx node (a training graph's other grads, or
+    com.microsoft ResizeGrad itself on a build without training ops)."""
+    unregistered = re.search(r"([\w.]+):(\w+)\(-?\d+\) is not a registered function/op", text)
+    if unregistered:
+        return unregistered.group(1) not in ("", "ai.onnx")
     m = re.search(r"Could not find an implementation for (\w+)\((\d+)\) node with name '([^']*)'", text)
     if not m:
         return False

@@ -165,3 +165,39 @@ def test_prepare_artifacts_makes_an_existing_folder_train(tmp_path):
     y = np.repeat(np.repeat(conv, 2, 2), 2, 3)                                 # nearest x2
     assert abs(float(module(x, target)) - float(np.mean(y.astype(np.float64) ** 2))) < 1e-5
     assert prepare_artifacts(str(tmp_path)).rewrites == []                    # idempotent: nothing left to lower
+
+
+def test_cli_lower_in_place_on_a_training_graph_with_maxpool_grad(tmp_path):
+    """ORT writes MaxPoolGrad in the ai.onnx domain, where onnx's checker knows no such op. `dml-desc lower` still
+    rewrites the file in place (a failure the input already has is not the lowering's), and the result trains."""
+    import subprocess
+    import sys
+    from onnxruntime.training import artifacts
+    from onnxruntime.training.api import CheckpointState, Module
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
+    model = conv_resize(MODES[1][0], w)
+    model.graph.node.insert(1, helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]))
+    model.graph.node[2].input[0] = "p"
+    model.graph.output[0].type.tensor_type.shape.dim[2].dim_value = 6
+    model.graph.output[0].type.tensor_type.shape.dim[3].dim_value = 6
+    artifacts.generate_artifacts(model, requires_grad=["W"], loss=artifacts.LossType.MSELoss,
+                                 artifact_directory=str(tmp_path))
+    path = str(tmp_path / "training_model.onnx")
+    ops = lambda: [n.op_type for n in __import__("onnx").load(path).graph.node]
+    assert "MaxPoolGrad" in ops() and "ResizeGrad" in ops()
+    done = subprocess.run([sys.executable, "-m", "dml_desc.cli", "lower", path, "-o", path], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert "1 ResizeGrad node(s) rewritten" in done.stdout
+    assert "MaxPoolGrad" in ops() and "ResizeGrad" not in ops()
+    state = CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
+    module = Module(path, state, device="cpu")
+    x, target = rng.standard_normal((2, 3, 6, 6)).astype(np.float32), np.zeros((2, 4, 6, 6), np.float32)
+    tw = torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.interpolate(torch.nn.functional.max_pool2d(
+        torch.nn.functional.conv2d(torch.tensor(x), tw, padding=1), 2), scale_factor=2.0, mode="bilinear")
+    tloss = torch.nn.functional.mse_loss(ty, torch.tensor(target))
+    tloss.backward()
+    assert abs(float(module(x, target)) - tloss.item()) < 1e-5
+    np.testing.assert_allclose(state.parameters["W"].grad, tw.grad.numpy(), rtol=1e-4, atol=1e-6)
