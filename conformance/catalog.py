@@ -68,3 +68,15 @@ def parse_benchdnn(path: Path) -> list:
             ins, outs = [dims["iw"]], [dims["ow"]]
         out.append((group, name.group(1) if name else body, dims["ic"], ins, outs))
     return out
+
+
+CROSS_CASES = [   # (name, ONNX Resize form on NCHW): each is offered to every convention
+    ("bilinear_x2_half_pixel", {"mode": "linear"}, [2, 3, 12, 20]),
+    ("bilinear_align_corners_6x10_to_11x19", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+     [2, 3, 11, 19]),
+    ("nearest_x2_asymmetric_floor", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                     "nearest_mode": "floor"}, [2, 3, 12, 20]),
+    ("nearest_down2_half_pixel_ties", {"mode": "nearest"}, [2, 3, 3, 5]),
+    ("nearest_x1.5_half_pixel", {"mode": "nearest"}, [2, 3, 9, 15]),
+    ("bicubic_x2_half_pixel", {"mode": "cubic"}, [2, 3, 12, 20]),
+]

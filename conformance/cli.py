@@ -208,5 +208,5 @@ def main(argv: list[str] | None = None) -> int:
                                 "when nothing failed, 1 when a check failed, 2 when a filter matches nothing.")
     p.add_argument("--version", action="version", version=f"dml-desc conformance {__version__}")
     add_arguments(p)
-    from dml_desc.cli import guarded        # the one error boundary: one line and exit 2 on bad input
+    from dml_desc.boundary import guarded   # the one error boundary: one line and exit 2 on bad input
     return guarded(lambda: run(p.parse_args(argv)), "python -m conformance")

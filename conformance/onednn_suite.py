@@ -15,7 +15,7 @@ import numpy as np
 from dml_desc.conventions import deconv, onednn
 from dml_desc.runtimes import onednn as runtime
 
-from .catalog import REFERENCE_DIR, Check, Skip, parse_benchdnn
+from .catalog import CROSS_CASES, REFERENCE_DIR, Check, Skip, parse_benchdnn
 from .conv_reference import conv_data_grad
 from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, _inputs
 from .judges import benchdnn, benchdnn_fill, representable, within
@@ -201,7 +201,6 @@ def _deconv_run(batch, key, spec, fmt, dd, w, dtype):
 
 def writer_checks(batch) -> list:
     """Every document the writers produce for the catalog's operators is accepted by oneDNN's add_op."""
-    from .suite import CROSS_CASES
     from dml_desc.conventions import onnx as onnx_conv
     from dml_desc.errors import ConversionError
     docs = []

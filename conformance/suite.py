@@ -12,7 +12,7 @@ from dml_desc.conventions import onednn, onnx as onnx_conv
 from onnx_ops import build_resize, run_model
 from onnx_ops.build import build_lowered
 
-from .catalog import DOC_EXAMPLE, REFERENCE_DIR, Check, Record, Skip, parse_benchdnn
+from .catalog import CROSS_CASES, DOC_EXAMPLE, REFERENCE_DIR, Check, Record, Skip, parse_benchdnn
 from .judges import DTYPES, benchdnn, benchdnn_fill, within
 from .onnx_cases import case_to_resize, onnx_resize_cases
 from .reference import resize, resize_grad
@@ -190,16 +190,6 @@ def _benchdnn_checks(case: str, res, mode: str, big: bool) -> list:
     return checks
 
 
-CROSS_CASES = [   # (name, ONNX Resize form on NCHW): each is offered to every convention
-    ("bilinear_x2_half_pixel", {"mode": "linear"}, [2, 3, 12, 20]),
-    ("bilinear_align_corners_6x10_to_11x19", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
-     [2, 3, 11, 19]),
-    ("nearest_x2_asymmetric_floor", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
-                                     "nearest_mode": "floor"}, [2, 3, 12, 20]),
-    ("nearest_down2_half_pixel_ties", {"mode": "nearest"}, [2, 3, 3, 5]),
-    ("nearest_x1.5_half_pixel", {"mode": "nearest"}, [2, 3, 9, 15]),
-    ("bicubic_x2_half_pixel", {"mode": "cubic"}, [2, 3, 12, 20]),
-]
 NHWC = (0, 2, 3, 1)
 
 

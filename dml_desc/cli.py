@@ -8,13 +8,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import __version__
-from .errors import DescError, did_you_mean, require
-
-if TYPE_CHECKING:
-    from .canonical import Resampling
+from .boundary import guarded
+from .errors import did_you_mean, require
 
 DML_OPERATORS = ("RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")
 
@@ -40,46 +37,6 @@ ConvTransposeBackwardData: a oneDNN Graph ConvTransposeBackwardData op, a DML_OP
 A conversion is exact or refused (exit 2, with the reason). Notes about shape-dependent
 equivalence go to stderr.
 """
-
-
-def _read_json(path: str):
-    from .errors import parse_json
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
-    except OSError as e:
-        raise DescError("FILE", path, f"cannot be read ({e.strerror})") from None
-    return parse_json(data, f"FILE {path}")       # strict: UTF-8, no duplicate keys, bounded nesting
-
-
-def guess_format(obj: object) -> str | None:
-    """The format a JSON object looks like, from its keys ('dml', 'onednn', 'onnx', 'tf', 'torch'), or None."""
-    if not isinstance(obj, dict):
-        return None
-    for fmt, keys in (("dml", ("Operator",)), ("onednn", ("graph", "kind")), ("onnx", ("op_type", "weights_shape")),
-                      ("tf", ("method",)), ("torch", ("mode",))):
-        if any(k in obj for k in keys):
-            return fmt
-    return None
-
-
-def load_description(fmt: str, obj: object, **options) -> tuple[Resampling, bool]:
-    """conventions.load, with a hint naming the right --from when the file looks like another format."""
-    from . import conventions
-    try:
-        return conventions.load(fmt, obj, **options)
-    except DescError as e:
-        raise _with_format_hint(e, fmt, obj) from None
-
-
-def _with_format_hint(e: DescError, fmt: str, obj) -> DescError:
-    guess = guess_format(obj)
-    if guess is None or guess == fmt:
-        return e
-    return type(e)(e.field, e.value, f"{e.rule}. The file looks like {guess} JSON: try --from {guess}")
 
 
 def examples_dir() -> Path:
@@ -122,7 +79,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     load_opts = {"offset_reading": args.offset_reading} if args.src == "dml" and args.offset_reading else {}
     from . import conventions
     from .conventions import deconv
-    obj = _read_json(args.file)
+    obj = conventions.read_json(args.file)
     if deconv.is_deconv(args.src, obj):
         spec, layout, notes = deconv.load(args.src, obj)
         for note in notes:
@@ -133,7 +90,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         load_opts["semantics"] = args.semantics
     if args.to == "onnx":
         options["semantics"] = args.semantics
-    res, backward = load_description(args.src, obj, **load_opts)
+    res, backward = conventions.load_description(args.src, obj, **load_opts)
     out, notes = conventions.dump(args.to, res, backward, **options)
     if "onnx" in (args.src, args.to):
         from .conventions.onnx import describe_semantics
@@ -201,50 +158,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     return args.func(args)
-
-
-def guarded(command, prog: str = "dml-desc") -> int:
-    """The one error boundary of every command: any bad input prints one line and exits 2, never a traceback.
-    A closed pipe (`dml-desc convert ... | head`) ends quietly, as Python's documentation recommends."""
-    try:
-        code = command()
-        sys.stdout.flush()           # a closed pipe shows here, inside the boundary
-        return code
-    except BrokenPipeError:
-        import os
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())        # Python flushes stdout again at exit
-        return 1
-    except Exception as e:           # noqa: BLE001: every input error ends here, as one line
-        import os
-        line = _message(e)
-        if line is None and os.environ.get("DML_DESC_TRACEBACK"):
-            raise
-        if line is None:             # a bug, not the input's fault: still one line, and how to see more
-            line = (f"internal error, please report it: {type(e).__name__}: {str(e)[:200]} "
-                    "(DML_DESC_TRACEBACK=1 shows the traceback)")
-        print(f"{prog}: error: {line}", file=sys.stderr)
-        return 2
-
-
-def _message(e: BaseException):
-    """One line for the errors bad input causes; None for the rest (a bug)."""
-    if isinstance(e, DescError):
-        return str(e)
-    if isinstance(e, OSError):
-        where = f"{e.filename}: " if e.filename else ""
-        return f"{where}{e.strerror or e}"
-    if isinstance(e, UnicodeError):
-        return f"input is not valid UTF-8 ({e})"
-    if isinstance(e, RecursionError):
-        return "input is nested too deeply"
-    if isinstance(e, MemoryError):
-        return "out of memory (lower the size budget: DML_DESC_MAX_ELEMENTS)"
-    if isinstance(e, OverflowError):
-        return f"a number is too large ({e})"
-    if type(e).__name__ == "DecodeError" and type(e).__module__.startswith("google.protobuf"):
-        return f"not an ONNX model (protobuf: {e})"
-    return None
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.weights import Taps, gradient_taps
 
 from .forms import Emitter, is_symbolic
+from .model import grad_graph, stamped
 
 MAX_CORRECTED_ROWS = 4
 
@@ -214,10 +215,9 @@ def emit_spread(em: Emitter, src: str, res: Resampling, kernel: np.ndarray) -> s
 def build_bridge_model(res: Resampling):
     """dX = ResizeGrad(dY) spelled as per-axis ConvTransposeBackwardData (for tests and the benchmark)."""
     from onnx import TensorProto
-    from .build import _model, grad_graph
     parts = deconv_form(res)
     if parts is None:
         return None
     em = Emitter("bridge", 19, np.float32)
     em.rename(emit_deconv(em, "dY", res, parts), "dX")
-    return _model(grad_graph(em.nodes, "bridge", res, TensorProto.FLOAT, em.inits, with_x=False), False)
+    return stamped(grad_graph(em.nodes, "bridge", res, TensorProto.FLOAT, em.inits, with_x=False), False)

@@ -1,9 +1,6 @@
 """Build single-node Resize / ResizeGrad models, wired as onnxruntime's gradient builder wires them."""
 from __future__ import annotations
 
-import os
-import tempfile
-
 import numpy as np
 import onnx
 from numpy.typing import DTypeLike
@@ -13,9 +10,9 @@ from dml_desc.canonical import Resampling
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import require
 
-# Models built from scratch are stamped explicitly, whatever onnx is installed (onnx 1.18+ would stamp IR 11+):
-OPSET = 19          # Resize-19; onnxruntime-training 1.19.2 loads ai.onnx <= 21
-IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= 10
+from .lower import _emit, lower
+from .model import IR_VERSION, OPSET, grad_graph, stamped  # noqa: F401 (IR_VERSION: the package exports it)
+
 DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
           np.dtype(np.float64): TensorProto.DOUBLE}
 
@@ -53,21 +50,6 @@ def _consts(r: onnx_conv.OnnxResize, dtype) -> tuple[list, list]:
     return inits, names
 
 
-def grad_graph(nodes, name: str, res: Resampling, elem: int, inits, with_x: bool = True):
-    """A gradient graph: inputs dY (forward output shape) and X (forward input shape), output dX."""
-    inputs = [helper.make_tensor_value_info("dY", elem, list(res.out_shape))]
-    if with_x:
-        inputs.append(helper.make_tensor_value_info("X", elem, list(res.in_shape)))
-    return helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("dX", elem, list(res.in_shape))],
-                             inits)
-
-
-def _model(graph, with_ms: bool) -> onnx.ModelProto:
-    opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("com.microsoft", 1)] if with_ms else [])
-    model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION, producer_name="dml-desc")
-    return model
-
-
 def build_resize_grad(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.float32, lowered: bool = False,
                       semantics: str | None = None) -> onnx.ModelProto:
     """dX = ResizeGrad(dY, X, roi, scales) with graph inputs dY, X and output dX. `semantics` (None: the
@@ -79,9 +61,8 @@ def build_resize_grad(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike 
     attrs = {k: v for k, v in r.attributes.items()}
     node = helper.make_node("ResizeGrad", ["dY", "X", roi, scales], ["dX"], domain="com.microsoft",
                             name="ResizeGrad_0", **attrs)
-    model = _model(grad_graph([node], "resize_grad", res, elem, inits), True)
+    model = stamped(grad_graph([node], "resize_grad", res, elem, inits), True)
     if lowered:
-        from .lower import lower
         model, _ = lower(model, semantics=semantics)
         _drop_orphans(model)
     onnx.checker.check_model(model)
@@ -113,49 +94,18 @@ def build_resize(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.
     node = helper.make_node("Resize", inputs, ["Y"], name="Resize_0", **r.attributes)
     graph = helper.make_graph([node], "resize", [helper.make_tensor_value_info("X", elem, list(res.in_shape))],
                               [helper.make_tensor_value_info("Y", elem, list(res.out_shape))], inits)
-    model = _model(graph, False)
+    model = stamped(graph, False)
     onnx.checker.check_model(model)
     return model
 
 
 def build_lowered(res: Resampling, dtype: DTypeLike = np.float32) -> onnx.ModelProto:
     """The standard-op gradient straight from a canonical map (no ONNX Resize spelling needed)."""
-    from .lower import _emit
     elem = _elem(dtype)
     node = helper.make_node("ResizeGrad", ["dY", "X"], ["dX"], domain="com.microsoft", name="grad")
     nodes, inits, _ = _emit(node, res, elem, "grad", OPSET)
-    model = _model(grad_graph(nodes, "resize_grad_lowered", res, elem, inits), False)
+    model = stamped(grad_graph(nodes, "resize_grad_lowered", res, elem, inits), False)
     onnx.checker.check_model(model)
     return model
 
 
-def save_atomic(model: onnx.ModelProto, path: str, check: bool = True, baseline=None) -> None:
-    """Write through a temporary file in the same folder, so `path` is never half-written. With `check`, the
-    written file must pass onnx's full check and load in onnxruntime (onnx_ops.validate.check_written) before
-    it replaces `path`; failures `baseline` (the model it was rewritten from) already has are excused. A new file gets the mode the umask gives; a rewritten one keeps its mode."""
-    folder = os.path.dirname(os.path.abspath(path))
-    require(not os.path.isdir(path), "OUT", path, "is a folder; name a file")
-    require(os.path.isdir(folder), "OUT", path, "is in a folder that does not exist")
-    mode = _file_mode(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".onnx.tmp")
-    os.close(fd)
-    try:
-        onnx.save(model, tmp)
-        if check:
-            from .validate import check_written
-            check_written(tmp, f"model for {path}", baseline)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def _file_mode(path: str) -> int:
-    """The mode of the file `path` names, or what a new file gets under the current umask."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask

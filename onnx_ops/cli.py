@@ -16,12 +16,10 @@ SEMANTICS_HELP = ("the ONNX Resize semantics (nearest tie rule): ort-1.19 (onnxr
 
 def cmd_build(args: argparse.Namespace) -> int:
     """Write an ONNX model: the gradient of the description by default, its forward Resize with --forward."""
-    from dml_desc.cli import _read_json, guess_format, load_description
-    from .build import build_resize, build_resize_grad, save_atomic
-    obj = _read_json(args.file)
-    fmt = args.src or guess_format(obj)
-    require(fmt is not None, "FILE", args.file, "is no known format (no Operator, graph, op_type, method or mode "
-            "key); pass --from dml|onednn|onnx|torch|tf")
+    from dml_desc.conventions import load_description, read_description
+    from .build import build_resize, build_resize_grad
+    from .validate import save_atomic
+    fmt, obj = read_description(args.file, args.src)
     dtype = {"f32": np.float32, "f16": np.float16, "f64": np.float64}[args.dtype]
     from dml_desc.conventions import deconv
     if deconv.is_deconv(fmt, obj):

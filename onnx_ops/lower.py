@@ -20,13 +20,12 @@ from onnx import TensorProto, helper, numpy_helper
 from dml_desc.canonical import AxisMap
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
-from dml_desc.weights import gradient_taps
 
-from .build import save_atomic
-from .validate import check_resize_grad, check_text, readable
+from .model import graphs
+from .validate import check_resize_grad, check_text, readable, save_atomic
 from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
 from .dynamic import DynamicPlan, emit_dynamic
-from .forms import (Emitter, block_factors, emit_axis, emit_block, emit_kron, emit_plan, emit_resize, find_resize,
+from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_resize, find_resize,
                     conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, resize_cost, symbolic_dim)
 
 PREFER_RESIZE = 2.0   # one node, no intermediates, the reference's non-finite pattern: kept unless 2x dearer
@@ -95,20 +94,8 @@ def lower(model: onnx.ModelProto, providers: Sequence[str] = ("CPUExecutionProvi
 
 
 def _holds_resize_grad(model: onnx.ModelProto) -> bool:
-    return any(is_resize_grad(n) for g in _graphs(model.graph) for n in g.node) or \
+    return any(is_resize_grad(n) for g in graphs(model.graph) for n in g.node) or \
         any(is_resize_grad(n) for f in model.functions for n in f.node)
-
-
-def _graphs(graph):
-    """The graph and every If / Loop / Scan body in it, depth first."""
-    yield graph
-    for node in graph.node:
-        for sub in _subgraphs(node):
-            yield from _graphs(sub)
-
-
-def _subgraphs(node) -> list:
-    return [g for a in node.attribute for g in ([a.g] if a.HasField("g") else []) + list(a.graphs)]
 
 
 def _lower_graph(graph, info, providers, report: list, scope: str) -> None:
@@ -189,7 +176,7 @@ def _names(graph) -> set:
 
 
 def _model_names(model: onnx.ModelProto) -> set:
-    names = set().union(*(_names(g) for g in _graphs(model.graph)))
+    names = set().union(*(_names(g) for g in graphs(model.graph)))
     for f in model.functions:
         names |= set(f.input) | set(f.output) | {o for n in f.node for o in list(n.output) + list(n.input)}
     return names
@@ -246,11 +233,11 @@ class _GraphInfo:
             return
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 19)
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-        self.types = {v.name: v.type.tensor_type for g in _graphs(inferred.graph)
+        self.types = {v.name: v.type.tensor_type for g in graphs(inferred.graph)
                       for v in list(g.input) + list(g.value_info) + list(g.output)}
-        self.consts = {t.name: numpy_helper.to_array(t) for g in _graphs(model.graph) for t in g.initializer
+        self.consts = {t.name: numpy_helper.to_array(t) for g in graphs(model.graph) for t in g.initializer
                        if t.data_location != TensorProto.EXTERNAL}
-        self.consts.update(_constants(n for g in _graphs(model.graph) for n in g.node))
+        self.consts.update(_constants(n for g in graphs(model.graph) for n in g.node))
         # an initializer that is also a graph input is a default that a feed replaces: read at run time
         # (before IR 4 every initializer had to be an input, so there it is a constant)
         self.runtime = {v.name for v in model.graph.input} if model.ir_version >= 4 else set()
@@ -269,7 +256,7 @@ class _GraphInfo:
     def _call_ranks(self, function, model) -> dict:
         """{function input: rank} from the shapes at every call site; different ranks are refused."""
         seen = {}
-        for g in _graphs(model.graph):
+        for g in graphs(model.graph):
             for call in g.node:
                 if call.op_type != function.name or call.domain != function.domain:
                     continue
@@ -506,7 +493,7 @@ def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProv
 def _with_resize_grad_constants(model, external: dict, folder: str):
     """A copy of `model` whose external roi / scales tensors (those ResizeGrad nodes read) are loaded from
     `folder`, the model file's own folder, so they lower as the constants they are."""
-    wanted = {n.input[i] for g in _graphs(model.graph) for n in g.node if is_resize_grad(n)
+    wanted = {n.input[i] for g in graphs(model.graph) for n in g.node if is_resize_grad(n)
               for i in (2, 3) if len(n.input) > i} & set(external)
     if not wanted:
         return model

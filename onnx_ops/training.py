@@ -15,7 +15,7 @@ from onnx import helper
 
 from dml_desc.errors import require
 
-from .build import save_atomic
+from .validate import save_atomic
 from .forms import Emitter
 from .lower import _fresh, _model_names, lower
 

@@ -2,6 +2,7 @@
 
 - `load_model` / `parse_model`: an ONNX file or bytes, or a DescError (empty, truncated, not protobuf, no graph).
 - `check_resize_grad`: a ResizeGrad node's arity, input types and ranks, outputs and the ai.onnx opset.
+- `save_atomic`: write through a temporary file, checked by `check_written` before it replaces the target.
 - `check_written`: onnx's checker (full_check=True, with strict shape inference) and an onnxruntime load,
   so the lowering never writes a model either rejects.
 """
@@ -9,11 +10,14 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 
 import onnx
 from onnx import TensorProto
 
 from dml_desc.errors import DescError, require
+
+from .model import graphs
 
 FLOATS = {TensorProto.FLOAT16: "float16", TensorProto.FLOAT: "float", TensorProto.DOUBLE: "double"}
 ROI_TYPES = {**FLOATS, TensorProto.BFLOAT16: "bfloat16"}
@@ -200,13 +204,12 @@ def _decode_error():
 
 def check_text(model) -> None:
     """Every name a lowering reads is text: protobuf hands back bytes for strings that are not UTF-8."""
-    from onnx_ops.lower import _graphs
     for function in model.functions:
         require(all(isinstance(v, str) for v in [function.name, function.domain, *function.input, *function.output]),
                 "function", function.name, "has a name that is not UTF-8 text")
         for node in function.node:
             _check_node_text(node)
-    for g in _graphs(model.graph):
+    for g in graphs(model.graph):
         for node in g.node:
             _check_node_text(node)
         for what, items in (("initializer", g.initializer), ("graph input", g.input), ("graph output", g.output),
@@ -226,3 +229,34 @@ def _check_node_text(node) -> None:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else repr(value)
+
+
+def save_atomic(model: onnx.ModelProto, path: str, check: bool = True, baseline=None) -> None:
+    """Write through a temporary file in the same folder, so `path` is never half-written. With `check`, the
+    written file must pass onnx's full check and load in onnxruntime (onnx_ops.validate.check_written) before
+    it replaces `path`; failures `baseline` (the model it was rewritten from) already has are excused. A new file gets the mode the umask gives; a rewritten one keeps its mode."""
+    folder = os.path.dirname(os.path.abspath(path))
+    require(not os.path.isdir(path), "OUT", path, "is a folder; name a file")
+    require(os.path.isdir(folder), "OUT", path, "is in a folder that does not exist")
+    mode = _file_mode(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".onnx.tmp")
+    os.close(fd)
+    try:
+        onnx.save(model, tmp)
+        if check:
+            check_written(tmp, f"model for {path}", baseline)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _file_mode(path: str) -> int:
+    """The mode of the file `path` names, or what a new file gets under the current umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

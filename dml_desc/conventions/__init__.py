@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import dmljson
 from ..canonical import Resampling
-from ..errors import ConversionError, require
+from ..errors import ConversionError, DescError, parse_json, require
 from . import dml, onednn, onnx, tf, torch
 
 FORMATS = ("dml", "onednn", "onnx", "torch", "tf")
@@ -67,3 +67,52 @@ def convert(src: str, dst: str, obj: dict, **options) -> tuple[dict, tuple]:
     res, backward = load(src, obj)
     out, notes = dump(dst, res, backward, **options)
     return out, tuple(res.notes) + tuple(notes)
+
+
+def read_json(path: str) -> object:
+    """A JSON file (or "-" for stdin), read strictly: UTF-8, no duplicate keys, bounded nesting."""
+    import sys
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+    except OSError as e:
+        raise DescError("FILE", path, f"cannot be read ({e.strerror})") from None
+    return parse_json(data, f"FILE {path}")       # strict: UTF-8, no duplicate keys, bounded nesting
+
+
+def guess_format(obj: object) -> str | None:
+    """The format a JSON object looks like, from its keys ('dml', 'onednn', 'onnx', 'tf', 'torch'), or None."""
+    if not isinstance(obj, dict):
+        return None
+    for fmt, keys in (("dml", ("Operator",)), ("onednn", ("graph", "kind")), ("onnx", ("op_type", "weights_shape")),
+                      ("tf", ("method",)), ("torch", ("mode",))):
+        if any(k in obj for k in keys):
+            return fmt
+    return None
+
+
+def load_description(fmt: str, obj: object, **options) -> tuple[Resampling, bool]:
+    """conventions.load, with a hint naming the right --from when the file looks like another format."""
+    try:
+        return load(fmt, obj, **options)
+    except DescError as e:
+        raise _with_format_hint(e, fmt, obj) from None
+
+
+def _with_format_hint(e: DescError, fmt: str, obj) -> DescError:
+    guess = guess_format(obj)
+    if guess is None or guess == fmt:
+        return e
+    return type(e)(e.field, e.value, f"{e.rule}. The file looks like {guess} JSON: try --from {guess}")
+
+
+def read_description(path: str, fmt: str | None = None) -> tuple[str, object]:
+    """(format, JSON object) of a description file; the format is guessed from the keys unless given."""
+    obj = read_json(path)
+    fmt = fmt or guess_format(obj)
+    require(fmt is not None, "FILE", path, "is no known format (no Operator, graph, op_type, method or mode "
+            "key); pass --from dml|onednn|onnx|torch|tf")
+    return fmt, obj

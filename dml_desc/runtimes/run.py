@@ -46,10 +46,8 @@ def cmd_run(args) -> int:
     """`dml-desc run`: read a description and dY (and the weights) as .npy, compute dX on one backend,
     write it as .npy and print which backend and kernel ran.
     """
-    from ..cli import _read_json
-    from ..conventions import deconv
-    obj = _read_json(args.file)
-    fmt = args.src or _guess(obj)
+    from ..conventions import deconv, load_description, read_description
+    fmt, obj = read_description(args.file, args.src)
     dy = _load_npy(args.dy, "--dy")
     if deconv.is_deconv(fmt, obj):
         spec, layout, notes = deconv.load(fmt, obj)
@@ -57,8 +55,7 @@ def cmd_run(args) -> int:
         dtype = args.dtype or layout.get("dtype", "f32")
         out, info = run_deconv(args.backend, spec, layout, dy, _load_npy(args.weights, "--weights"), dtype, args.api)
     else:
-        from .. import conventions
-        res, _ = conventions.load(fmt, obj)
+        res, _ = load_description(fmt, obj)
         notes = res.notes
         dtype = args.dtype or _description_dtype(fmt, obj)
         out, info = run_resample(args.backend, res, dy, dtype, args.api)
@@ -69,13 +66,6 @@ def cmd_run(args) -> int:
     print(f"backend: {info}")
     print(f"wrote {args.output}: shape {list(out.shape)}, {dtype}")
     return 0
-
-
-def _guess(obj) -> str:
-    from ..cli import guess_format
-    fmt = guess_format(obj)
-    require(fmt is not None, "--from", None, "cannot tell the file's format from its keys; give --from")
-    return fmt
 
 
 def _load_npy(path: str, flag: str) -> np.ndarray:
