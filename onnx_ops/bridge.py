@@ -14,7 +14,7 @@ from dml_desc.canonical import Resampling
 from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.weights import Taps, gradient_taps
 
-from .forms import Emitter, is_symbolic
+from .forms import MAX_BAND_ENTRIES, Emitter, is_symbolic
 from .model import grad_graph, stamped
 
 MAX_CORRECTED_ROWS = 4
@@ -87,6 +87,8 @@ def axis_deconv(res: Resampling, axis: int) -> AxisDeconv | None:
     if m % n or n < 3:
         return None
     f = m // n
+    if n * m > MAX_BAND_ENTRIES:        # the proof below is dense: skip axes too long for it
+        return None
     taps = gradient_taps(ax, res)
     dense = taps.dense()
     mid = n // 2

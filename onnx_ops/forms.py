@@ -409,19 +409,25 @@ class Band:
 
 
 def band(taps: Taps, axis: int, tile: int) -> Band | None:
-    """The band spelling of one axis's gradient taps with `tile` X rows per tile (tile divides the axis)."""
+    """The band spelling of one axis's gradient taps with `tile` X rows per tile (tile divides the axis); None
+    when its matrices would exceed MAX_BAND_ENTRIES (built from the sparse taps, never from a dense matrix)."""
     n, m = taps.rows, taps.cols
     if n % tile:
         return None
-    dense = taps.dense()
     tiles = n // tile
-    blocks = dense.reshape(tiles, tile, m)
-    used = np.any(blocks != 0, axis=1)
-    lo = np.where(used.any(axis=1), used.argmax(axis=1), 0)
-    hi = np.where(used.any(axis=1), m - used[:, ::-1].argmax(axis=1), 1)
+    r, c, w = taps.merged()
+    t = r // tile
+    lo = np.zeros(tiles, np.int64)
+    hi = np.ones(tiles, np.int64)
+    used = np.unique(t)
+    lo[used] = np.minimum.reduceat(c, np.searchsorted(t, used)) if len(c) else 0
+    hi[used] = np.maximum.reduceat(c, np.searchsorted(t, used)) + 1 if len(c) else 1
     width = int(min(m, (hi - lo).max()))
+    if n * width > MAX_BAND_ENTRIES:
+        return None
     starts = np.minimum(lo, m - width)
-    mats = np.stack([blocks[t][:, s:s + width] for t, s in enumerate(starts)])
+    mats = np.zeros((tiles, tile, width))
+    np.add.at(mats, (t, r % tile, c - starts[t]), w)
     if np.all(mats == mats[:1]):
         mats = mats[:1]
     return Band(axis, tile, width, starts.astype(np.int64), mats, m)
@@ -443,19 +449,24 @@ def shared_band(taps: Taps, axis: int, tile: int) -> Band | None:
     return plan if _band_matches(plan, taps) else None
 
 
+def band_taps(plan: Band, cols: int) -> Taps:
+    """The table a band computes (rows = X rows), window indices clamped as the emitted Gather clamps them."""
+    rows = np.arange(plan.tiles * plan.tile)
+    t = rows // plan.tile
+    mats = plan.matrices[np.zeros_like(t) if plan.shared else t, rows % plan.tile]     # (rows, width)
+    index = np.clip(plan.starts[t][:, None] + np.arange(plan.width), 0, cols - 1)
+    return Taps(index, mats, cols)
+
+
 def band_dense(plan: Band, cols: int) -> np.ndarray:
     """The (rows, cols) matrix a band computes, window indices clamped."""
-    out = np.zeros((plan.tiles * plan.tile, cols))
-    for t, start in enumerate(plan.starts):
-        mat = plan.matrices[0 if plan.shared else t]
-        for j, col in enumerate(np.clip(start + np.arange(plan.width), 0, cols - 1)):
-            out[t * plan.tile:(t + 1) * plan.tile, col] += mat[:, j]
-    return out
+    return band_taps(plan, cols).dense()
 
 
 def _band_matches(plan: Band, taps: Taps) -> bool:
-    got, want = band_dense(plan, taps.cols), taps.dense()
-    return bool(np.array_equal(got != 0, want != 0) and np.allclose(got, want, rtol=2e-6, atol=1e-12))
+    """Same nonzero pattern as the taps, weights within float32 rounding (compared sparsely: O(rows x width))."""
+    (rg, cg, wg), (rw, cw, ww) = band_taps(plan, taps.cols).merged(), taps.merged()
+    return bool(np.array_equal(rg, rw) and np.array_equal(cg, cw) and np.allclose(wg, ww, rtol=2e-6, atol=1e-12))
 
 
 def emit_band(em: Emitter, src: str, plan: Band, shape: list) -> str:
@@ -525,6 +536,7 @@ NS_PER_TAP = 0.32
 NS_PER_NODE = 2e3
 MLAS_COLUMNS = 16
 MAX_TILE = 64
+MAX_BAND_ENTRIES = 1 << 24    # a band's matrices (X rows x window), as constants in the model: 64 MiB in float32
 
 
 def matmul_cost(rows: float, k: int, n: float, gemms: float, moved: float, itemsize: int) -> float:

@@ -197,3 +197,13 @@ def test_gather_form_keeps_the_references_non_finite_pattern(mode):
     dy[0, 3], dy[1, 350] = np.inf, np.nan
     dx = run_model(build_lowered(res), {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     np.testing.assert_array_equal(np.isfinite(dx), np.isfinite(resize_grad(dy.astype(np.float64), res)))
+
+
+def test_huge_factors_lower_within_the_band_cap():
+    """A 68 -> 2,228,224 axis (scale 32768, found by fuzzing: a dense matrix once took 3 GB): every band the
+    lowering considers is built from the sparse taps and capped, so the constants stay within MAX_BAND_ENTRIES."""
+    from onnx_ops.forms import MAX_BAND_ENTRIES
+    r = OnnxResize([1, 1, 4, 68], {"mode": "linear"}, scales=[1, 1, 2, 32768], op_type="ResizeGrad")
+    lowered, report = lower(build_resize_grad(r))
+    entries = sum(int(np.prod(t.dims)) for t in lowered.graph.initializer)
+    assert report[0].forms[1].startswith("band") and entries <= MAX_BAND_ENTRIES + 4096
