@@ -70,6 +70,28 @@ def parse_benchdnn(path: Path) -> list:
     return out
 
 
+def benchdnn_problems():
+    """Every benchdnn resampling shape (mb 2) in nearest and linear, NCX and NXC, as an InterpolateBackward
+    document: yields (case name, mode, data format, document, big); big = only under --full."""
+    for group, name, ic, ins, outs in parse_benchdnn(REFERENCE_DIR / "onednn-benchdnn-resampling-shapes.txt"):
+        big = 2 * ic * _product(outs) > 400_000 or group == "shapes_maskrcnn"
+        for mode in ("nearest", "linear"):
+            for fmt in ("NCX", "NXC"):
+                src = [2, ic] + ins if fmt == "NCX" else [2] + ins + [ic]
+                dst = [2, ic] + outs if fmt == "NCX" else [2] + outs + [ic]
+                doc = {"graph": [{"kind": "InterpolateBackward", "attrs": {
+                    "mode": {"value": mode}, "sizes": {"value": outs}, "data_format": {"value": fmt}},
+                    "inputs": [{"shape": src}, {"shape": dst}], "outputs": []}]}
+                yield f"benchdnn:{group}:{name}:{mode}:{fmt}", mode, fmt, doc, big
+
+
+def _product(values) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
 CROSS_CASES = [   # (name, ONNX Resize form on NCHW): each is offered to every convention
     ("bilinear_x2_half_pixel", {"mode": "linear"}, [2, 3, 12, 20]),
     ("bilinear_align_corners_6x10_to_11x19", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},

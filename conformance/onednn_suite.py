@@ -15,7 +15,7 @@ import numpy as np
 from dml_desc.conventions import deconv, onednn
 from dml_desc.runtimes import onednn as runtime
 
-from .catalog import CROSS_CASES, REFERENCE_DIR, Check, Skip, parse_benchdnn
+from .catalog import CROSS_CASES, REFERENCE_DIR, Check, Skip, benchdnn_problems
 from .conv_reference import conv_data_grad
 from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, _inputs
 from .judges import benchdnn, benchdnn_fill, representable, within
@@ -109,24 +109,16 @@ def benchdnn_checks(batch, full: bool) -> list:
     """benchdnn's resampling shapes (mb 2), nearest and linear, NCX and NXC, f32/bf16/f16, benchdnn's rule.
     The default run takes f32 and one of bf16/f16 per shape, in turn; --full takes all three and the big shapes."""
     checks, variant = [], 0
-    for group, name, ic, ins, outs in parse_benchdnn(REFERENCE_DIR / "onednn-benchdnn-resampling-shapes.txt"):
-        big = 2 * ic * int(np.prod(outs)) > 400_000 or group == "shapes_maskrcnn"
-        for mode in ("nearest", "linear"):
-            for fmt in ("NCX", "NXC"):
-                src = [2, ic] + ins if fmt == "NCX" else [2] + ins + [ic]
-                dst = [2, ic] + outs if fmt == "NCX" else [2] + outs + [ic]
-                doc = {"graph": [{"kind": "InterpolateBackward", "attrs": {
-                    "mode": {"value": mode}, "sizes": {"value": outs}, "data_format": {"value": fmt}},
-                    "inputs": [{"shape": src}, {"shape": dst}], "outputs": []}]}
-                res = onednn.to_canonical(doc)
-                variant += 1
-                for dt in ("f32", "bf16", "f16"):
-                    rotated_out = dt != "f32" and dt != ("bf16", "f16")[variant % 2]    # default: f32 + one
-                    checks.append(_resample_check(
-                        batch, f"benchdnn:{group}:{name}:{mode}:{fmt}", res,
-                        lambda r=res, d=dt, f=fmt: onednn.from_canonical(r, data_format=f, dtype=d)[0]["graph"][0],
-                        _once(lambda r=res, d=dt: benchdnn_fill(r.out_shape, d)), dt, PRIMITIVE,
-                        lambda want, m=mode, d=dt: benchdnn(m, d), big or rotated_out))
+    for case, mode, fmt, doc, big in benchdnn_problems():
+        res = onednn.to_canonical(doc)
+        variant += 1
+        for dt in ("f32", "bf16", "f16"):
+            rotated_out = dt != "f32" and dt != ("bf16", "f16")[variant % 2]    # default: f32 + one
+            checks.append(_resample_check(
+                batch, case, res,
+                lambda r=res, d=dt, f=fmt: onednn.from_canonical(r, data_format=f, dtype=d)[0]["graph"][0],
+                _once(lambda r=res, d=dt: benchdnn_fill(r.out_shape, d)), dt, PRIMITIVE,
+                lambda want, m=mode, d=dt: benchdnn(m, d), big or rotated_out))
     return checks
 
 

@@ -12,7 +12,7 @@ from dml_desc.conventions import onednn, onnx as onnx_conv
 from onnx_ops import build_resize, run_model
 from onnx_ops.build import build_lowered
 
-from .catalog import CROSS_CASES, DOC_EXAMPLE, REFERENCE_DIR, Check, Record, Skip, parse_benchdnn
+from .catalog import CROSS_CASES, DOC_EXAMPLE, REFERENCE_DIR, Check, Record, Skip, benchdnn_problems
 from .judges import DTYPES, benchdnn, benchdnn_fill, within
 from .onnx_cases import case_to_resize, onnx_resize_cases
 from .reference import resize, resize_grad
@@ -160,17 +160,8 @@ def _batched(r, n: int):
 def onednn_checks(full: bool) -> list:
     """benchdnn's resampling shapes (mb 2), nearest and linear, NCX and NXC, judged as benchdnn judges."""
     checks = []
-    for group, name, ic, ins, outs in parse_benchdnn(REFERENCE_DIR / "onednn-benchdnn-resampling-shapes.txt"):
-        big = 2 * ic * int(np.prod(outs)) > 400_000 or group == "shapes_maskrcnn"
-        for mode in ("nearest", "linear"):
-            for fmt in ("NCX", "NXC"):
-                src = [2, ic] + ins if fmt == "NCX" else [2] + ins + [ic]
-                dst = [2, ic] + outs if fmt == "NCX" else [2] + outs + [ic]
-                doc = {"graph": [{"kind": "InterpolateBackward", "attrs": {
-                    "mode": {"value": mode}, "sizes": {"value": outs}, "data_format": {"value": fmt}},
-                    "inputs": [{"shape": src}, {"shape": dst}], "outputs": []}]}
-                res = onednn.to_canonical(doc)
-                checks += _benchdnn_checks(f"benchdnn:{group}:{name}:{mode}:{fmt}", res, mode, big)
+    for case, mode, _, doc, big in benchdnn_problems():
+        checks += _benchdnn_checks(case, onednn.to_canonical(doc), mode, big)
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("interpolate*.json")):
         res = onednn.to_canonical(json.loads(path.read_text()))
         checks += grad_checks(f"onednn-graph-json:{path.name}", "onednn", res, ("f32", "f16", "bf16"))

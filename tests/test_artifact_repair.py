@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from dml_desc.errors import DescError
 from onnx_ops.training import repair_eval_model, repair_training_model

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dml_desc import DescError, conventions, dmljson
-from tests.conftest import DOC_EXAMPLE
+from tests.conftest import CONV_DML, CONV_ONNX, DOC_EXAMPLE
 
 
 def dml_with(**changes):
@@ -205,14 +205,6 @@ def test_json_text_errors():
 # ---- issue 12: hostile input, class by class. Each case names the user's own field. ------------------------
 
 BIG = 10 ** 400
-CONV_DML = {"Operator": "DML_OPERATOR_CONVOLUTION",
-            "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 2, 5, 5]},
-            "FilterTensor": {"DataType": "FLOAT32", "Sizes": [3, 2, 3, 3]},
-            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 3, 3, 3]},
-            "Strides": [1, 1], "Dilations": [1, 1], "StartPadding": [0, 0], "EndPadding": [0, 0],
-            "OutputPadding": [0, 0]}
-CONV_ONNX = {"op_type": "Conv", "input_shape": [1, 4, 5, 5], "weights_shape": [2, 4, 3, 3],
-             "attributes": {"strides": [2, 1], "pads": [1, 0, 1, 0]}}
 
 
 def conv_dml_with(**changes):

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dml_desc import DescError, conventions
 from dml_desc.conventions import deconv
-from tests.conftest import DOC_EXAMPLE
+from tests.conftest import CONV_DML, CONV_ONNX, DOC_EXAMPLE
 
 SCALE = float(os.environ.get("DML_DESC_FUZZ_EXAMPLES", "1"))
 
@@ -37,14 +37,6 @@ JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=5)
                     max_leaves=20)
 DECONV_DOC = json.load(open(os.path.join(os.path.dirname(__file__), "..", "conformance", "data",
                                          "onednn-graph-json", "deconv_bwd_d.json")))
-CONV_DML = {"Operator": "DML_OPERATOR_CONVOLUTION",
-            "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 2, 5, 5]},
-            "FilterTensor": {"DataType": "FLOAT32", "Sizes": [3, 2, 3, 3]},
-            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 3, 3, 3]},
-            "Strides": [1, 1], "Dilations": [1, 1], "StartPadding": [0, 0], "EndPadding": [0, 0],
-            "OutputPadding": [0, 0]}
-CONV_ONNX = {"op_type": "Conv", "input_shape": [1, 4, 5, 5], "weights_shape": [2, 4, 3, 3],
-             "attributes": {"strides": [2, 1], "pads": [1, 0, 1, 0]}}
 SEEDS = {
     "dml": DOC_EXAMPLE,
     "onnx": {"op_type": "Resize", "opset": 19, "input_shape": [1, 1, 4, 4], "attributes": {
