@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from conformance.reference import resize_grad
+from conformance.reference import resize, resize_grad
 from dml_desc import DescError
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from onnx_ops import lower, run_model
@@ -149,8 +149,6 @@ def run_dynamic_case(attrs, rank, by, scales, roi, shapes, threads=0):
             dy_shape = out_shape(attrs, shape, s, roi, sizes)
         except DescError:
             continue              # an empty output on some axis: no forward to differentiate
-        if _reference_copies_an_extrapolating_axis(attrs, shape, dy_shape, s):
-            continue              # the reference differs from onnxruntime there: see the test below
         rng = np.random.default_rng(len(results))
         dy = rng.integers(-8, 9, dy_shape).astype(np.float32)         # sums exact in float32
         feeds = {"dY": dy, "X": np.zeros(shape, np.float32)}
@@ -159,14 +157,6 @@ def run_dynamic_case(attrs, rank, by, scales, roi, shapes, threads=0):
         got = sess.run(None, feeds)[0]
         results.append((got, reference(attrs, shape, dy, s, roi, sizes)))
     return results
-
-
-def _reference_copies_an_extrapolating_axis(attrs, shape, dy_shape, scales) -> bool:
-    """tf_crop_and_resize + antialias, an axis of unchanged length with a scale != 1 while another axis changes:
-    the reference copies that axis, onnxruntime extrapolates on it (test_tf_crop_antialias_follows_onnxruntime)."""
-    return (attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize" and attrs.get("antialias") == 1
-            and list(shape) != list(dy_shape) and scales is not None
-            and any(n == m and s != 1 for n, m, s in zip(shape, dy_shape, scales)))
 
 
 @settings(max_examples=int(os.environ.get("H9A_EXAMPLES", 70)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -393,8 +383,8 @@ def test_function_called_with_different_ranks_is_refused_by_name():
 
 def test_tf_crop_antialias_follows_onnxruntime():
     """onnxruntime's antialias kernel copies an axis whose length does not change, but tf_crop_and_resize still
-    writes extrapolation_value where that axis's coordinate leaves [0, in-1]; the reference (to_canonical) copies
-    the axis. The dynamic path runs onnxruntime's own Resize, so it is the exact adjoint of onnxruntime's forward."""
+    writes extrapolation_value where that axis's coordinate leaves [0, in-1]. The dynamic path (onnxruntime's own
+    Resize), the static lowering and the reference (to_canonical's map) are all its exact adjoint."""
     from onnx_ops import build_resize
     attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize", "antialias": 1}
     scales, roi, shape = [1, 1, 0.5, 1.1], [0, 0, 0.1, 0.2, 1, 1, 0.9, 1.1], [1, 2, 5, 6]
@@ -407,3 +397,8 @@ def test_tf_crop_antialias_follows_onnxruntime():
     lhs, rhs = np.sum(y.astype(np.float64) * dy), np.sum(x.astype(np.float64) * dx)
     assert abs(lhs - rhs) <= 1e-5 * (1 + abs(lhs))
     assert np.any(y[..., -1] == 0)         # onnxruntime extrapolated on the unchanged axis (W: 6 -> 6)
+    res = to_canonical(OnnxResize(shape, attrs, roi, scales, opset=19))
+    np.testing.assert_allclose(resize(x.astype(np.float64), res), y, rtol=1e-5, atol=1e-6)   # the reference's map
+    static, report = lower(grad_model(attrs, shape, list(y.shape), scales, roi))
+    assert not report[0].dynamic
+    np.testing.assert_allclose(run_model(static, {"dY": dy, "X": x})[0], dx, rtol=1e-5, atol=1e-6)

@@ -324,8 +324,23 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
                     and not maps[a].is_identity:
                 maps[a] = maps[a].with_(tie_tolerance=ORT_TIE_TOLERANCE[semantics])
         if kwargs["antialias"] and mode != "nearest" and n_out == node.input_shape[a]:
-            maps[a] = AxisMap.identity(n_out)      # onnxruntime's antialias kernels copy same-length axes
+            maps[a] = _antialias_copy(maps[a])     # onnxruntime's antialias kernels copy same-length axes
     return Resampling(tuple(maps), MODES[mode], **kwargs)
+
+
+def _antialias_copy(ax: AxisMap) -> AxisMap:
+    """The copy onnxruntime's antialias kernels make of a same-length axis. Under tf_crop_and_resize they still
+    write extrapolation_value where the axis's own roi coordinate leaves [0, in-1] (measured on 1.19.2 and 1.32):
+    such rows keep that coordinate, the others read x = o, which the filter copies with weight 1."""
+    if not ax.extrapolate:
+        return AxisMap.identity(ax.out_size)
+    from ..weights import coordinates
+    x = coordinates(ax)
+    outside = (x < 0) | (x > ax.in_size - 1)
+    if not outside.any():
+        return AxisMap.identity(ax.out_size)
+    return AxisMap(ax.in_size, ax.out_size, 1.0, extrapolate=True,
+                   coords=tuple(np.where(outside, x, np.arange(ax.out_size, dtype=np.float64))))
 
 
 def _spec_scale(node: OnnxResize, axis: int, n_out: int, scale: float):
