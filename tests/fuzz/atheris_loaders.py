@@ -23,7 +23,7 @@ TARGETS = RESAMPLE + ("deconv-onednn", "deconv-dml", "deconv-onnx", "lower", "on
 
 
 def _seeds() -> dict:
-    from tests.conftest import DOC_EXAMPLE
+    from tests.conftest import CONV_DML, CONV_ONNX, DOC_EXAMPLE
     onednn = {"graph": [{"kind": "InterpolateBackward", "attrs": {"mode": {"value": "linear"},
                                                                  "sizes": {"value": [8, 8]},
                                                                  "data_format": {"value": "NCX"}},
@@ -31,12 +31,6 @@ def _seeds() -> dict:
                          "outputs": []}]}
     deconv_doc = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "conformance", "data",
                                              "onednn-graph-json", "deconv_bwd_d.json")))
-    conv = {"Operator": "DML_OPERATOR_CONVOLUTION",
-            "InputTensor": {"DataType": "FLOAT32", "Sizes": [1, 2, 5, 5]},
-            "FilterTensor": {"DataType": "FLOAT32", "Sizes": [3, 2, 3, 3]},
-            "OutputTensor": {"DataType": "FLOAT32", "Sizes": [1, 3, 3, 3]},
-            "Strides": [1, 1], "Dilations": [1, 1], "StartPadding": [0, 0], "EndPadding": [0, 0],
-            "OutputPadding": [0, 0]}
     return {
         "dml": [DOC_EXAMPLE], "onednn": [onednn],
         "onnx": [{"op_type": "Resize", "opset": 19, "input_shape": [1, 1, 4, 4], "attributes": {
@@ -47,9 +41,7 @@ def _seeds() -> dict:
         "torch": [{"input_shape": [1, 2, 4, 4], "mode": "bilinear", "scale_factor": [1.5, 2.0],
                    "align_corners": True}],
         "tf": [{"input_shape": [1, 4, 4, 2], "size": [8, 3], "method": "bicubic", "half_pixel_centers": True}],
-        "deconv-onednn": [deconv_doc], "deconv-dml": [conv],
-        "deconv-onnx": [{"op_type": "Conv", "input_shape": [1, 4, 5, 5], "weights_shape": [2, 4, 3, 3],
-                         "attributes": {"strides": [2, 1], "pads": [1, 0, 1, 0]}}],
+        "deconv-onednn": [deconv_doc], "deconv-dml": [CONV_DML], "deconv-onnx": [CONV_ONNX],
         "lower": [{"attrs": {"mode": "linear"}, "x": [1, 1, 4, 4], "dy": [1, 1, 8, 8], "elem": 1, "dy_elem": 1,
                    "scales": [1, 1, 2, 2], "opset": 19, "outputs": ["dX"]}],
     }
