@@ -180,30 +180,4 @@ def ratio(num: int, den: int) -> Scale:
     return math.inf if den == 0 else Fraction(num, den)
 
 
-def check_positive_int_list(values, field_name: str, length=None):
-    """`values` as a tuple after checking it is a list of integers >= 1 (of `length` entries when given);
-    a DescError naming `field_name` otherwise.
-    """
-    require(isinstance(values, (list, tuple)), field_name, values, "must be a list")
-    if length is not None:
-        require(len(values) == length, field_name, values, f"must have {length} entries")
-    for v in values:
-        require(isinstance(v, int) and not isinstance(v, bool) and v >= 1, field_name, values,
-                "every entry must be an integer >= 1")
-    return tuple(values)
-
-
-def as_float_list(values, field_name: str, length=None):
-    """`values` as a tuple of floats after checking it is a list of numbers (of `length` entries when given);
-    a DescError naming `field_name` otherwise.
-    """
-    require(isinstance(values, (list, tuple)), field_name, values, "must be a list of numbers")
-    if length is not None:
-        require(len(values) == length, field_name, values, f"must have {length} entries")
-    for v in values:
-        require(isinstance(v, (int, float)) and not isinstance(v, bool), field_name, values,
-                "every entry must be a number")
-    return tuple(float(v) for v in values)
-
-
 __all__ = ["AxisMap", "Resampling", "Mode", "Rounding", "fraction", "ratio", "DescError"]

@@ -1,7 +1,7 @@
 """DML_RESAMPLE1/2/3 and DML_RESAMPLE_GRAD / GRAD1 operator descriptors, field for field."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar, Optional, Sequence, Tuple, Union
 
 from .enums import DML_AXIS_DIRECTION, DML_INTERPOLATION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
@@ -192,8 +192,3 @@ def half_pixel(cls: type, mode: DML_INTERPOLATION_MODE, in_sizes: Sequence[int],
                cls.FORWARD_OUT: DML_BUFFER_TENSOR_DESC.packed(data_type, out_sizes)}
     return cls(interpolation_mode=mode, scales=[o / i for o, i in zip(out_sizes, in_sizes)],
                input_pixel_offsets=[0.5] * n, output_pixel_offsets=[-0.5] * n, **tensors, **extra)
-
-
-def field_names(cls: type) -> list[str]:
-    """The snake_case field names of a descriptor class, in declaration order."""
-    return [f.name for f in fields(cls)]

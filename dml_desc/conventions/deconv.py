@@ -69,13 +69,6 @@ class ConvSpec:
                                                     self.pads_begin, self.pads_end))
 
     @property
-    def implied_output_padding(self) -> Tuple[int, ...]:
-        """The output_padding the forward ConvTranspose needs to give diff_dst's size back."""
-        return tuple(d - deconv_out_size(n, k, s, dl, b, e, 0) for d, n, k, s, dl, b, e in zip(
-            self.dst_spatial, self.src_spatial, self.kernel, self.strides, self.dilations, self.pads_begin,
-            self.pads_end))
-
-    @property
     def diff_dst_shape(self) -> Tuple[int, ...]:
         """diff_dst's shape, NCX: (N, OC, spatial...)."""
         return (self.batch, self.dst_channels) + self.dst_spatial
