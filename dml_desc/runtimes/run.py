@@ -102,13 +102,12 @@ def run_resample(backend: str, res, dy, dtype: str, api=None) -> tuple:
         return resize_grad(_typed(dy, dtype), res), f"numpy {np.__version__}, NumPy reference (float64 sums)"
     if backend == "onnxruntime":
         require(dtype != "bf16", "--dtype", dtype, "ResizeGrad has no bf16 type in onnxruntime")
-        import onnxruntime
         from onnx_ops.build import build_lowered
-        from onnx_ops.run import run_model
+        from onnx_ops.run import onnxruntime, run_model
         dy = _typed(dy, dtype)
         x = np.zeros(res.in_shape, dy.dtype)
         out = run_model(build_lowered(res, dy.dtype), {"dY": dy, "X": x})[0]
-        return out, f"onnxruntime {onnxruntime.__version__}, lowered ResizeGrad (standard ops), CPU"
+        return out, f"onnxruntime {onnxruntime().__version__}, lowered ResizeGrad (standard ops), CPU"
     if backend == "torch":
         return _torch_resample(res, dy, dtype)
     require(dtype != "f64", "--dtype", dtype, "oneDNN takes f32, bf16 or f16")
@@ -164,12 +163,11 @@ def run_deconv(backend: str, spec, layout: dict, dd, w, dtype: str, api=None) ->
             f"numpy {np.__version__}, NumPy reference correlation (float64 sums)"
     elif backend == "onnxruntime":
         require(dtype in ("f32", "f16", "f64"), "--dtype", dtype, "onnxruntime's Conv takes f16, f32 or f64")
-        import onnxruntime
         from onnx_ops.conv import build_conv_data_grad
-        from onnx_ops.run import run_model
+        from onnx_ops.run import onnxruntime, run_model
         d, ww = _typed(dd, dtype), _typed(w, dtype)
         out = run_model(build_conv_data_grad(spec, fmt, wfmt, d.dtype), {"diff_dst": d, "weights": ww})[0]
-        return out, f"onnxruntime {onnxruntime.__version__}, Conv (the data gradient), CPU"
+        return out, f"onnxruntime {onnxruntime().__version__}, Conv (the data gradient), CPU"
     else:
         from conformance.deconv_suite import _torch as torch_grad
         torch = _torch()
