@@ -5,13 +5,15 @@ Prints one row per case of the matrix (issue 11), side by side in one run:
   lowered   the lowered ResizeGrad on onnxruntime CPU, and the form the lowering picked
   torch     torch's backward (F.interpolate under autograd, NCX, float32 even for the float16 case)
   numpy     the NumPy reference (conformance.reference.resize_grad)
-  limit     one read of dY plus one write of dX at torch's copy bandwidth, measured in the same run
+  limit     one read of dY plus one write of dX at torch's copy bandwidth, measured in the same run (the
+            header prints it beside onnxruntime's own, a Mul by 1)
   mem       peak extra memory of the ORT session's first run: in a fresh child process, the rise of the
             peak resident set (VmHWM, reset before the run) over the resident set before the run. It
             counts dX and every intermediate the run allocates, not the inputs or the constants.
 Optional peers (PEERS) add a column each where they are installed, e.g. the dynamic-shape path or oneDNN.
 The peers run interleaved, round after round, so a slow spell of a shared machine hits them all;
-each time is the best over all rounds.
+each time is the best over all rounds. The summary line covers the issue's matrix (CASES); FIELD cases
+follow it in the table.
 """
 from __future__ import annotations
 
@@ -75,6 +77,9 @@ CASES = [
     Case("bicubic 2x", "bicubic", X4, scales=(2.0, 2.0)),
     Case("trilinear 2x", "trilinear", X5, scales=(2.0, 2.0, 2.0)),
     Case("bilinear 2x, float16", "bilinear", X4, scales=(2.0, 2.0), dtype="float16"),
+]
+FIELD = [   # printed after the matrix, outside its summary: torch's legacy export of nearest 2x (the pool form)
+    Case("nearest 2x, opset 17 (extra)", "nearest", X4, scales=(2.0, 2.0), opset=17),
 ]
 QUICK = [
     Case("bilinear 2x 1x8x32^2", "bilinear", (1, 8, 32, 32), scales=(2.0, 2.0)),
@@ -167,6 +172,19 @@ def copy_bandwidth(threads: int, mb: int = 64) -> float:
     dst = torch.empty_like(src)
     t = best_times({"copy": lambda: dst.copy_(src)}, 5, 5)["copy"]
     return 2 * src.numel() * 4 / t
+
+
+def ort_copy_bandwidth(threads: int, mb: int = 64) -> float:
+    """onnxruntime's copy bandwidth in bytes/s (read + write): one Mul by 1, its cheapest full pass."""
+    from onnx import TensorProto, helper
+    n = mb * 2 ** 18
+    graph = helper.make_graph([helper.make_node("Mul", ["a", "one"], ["b"])], "copy",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n])],
+                              [helper.make_tensor_value_info("b", TensorProto.FLOAT, [n])],
+                              [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    t = best_times({"copy": _ort_call(model, {"a": np.ones(n, np.float32)}, threads)}, 5, 5)["copy"]
+    return 2 * n * 4 / t
 
 
 def bench_case(case: Case, threads: int, rounds: int, with_numpy: bool, with_memory: bool, bandwidth):
@@ -309,19 +327,20 @@ def main(argv=None):
           f"threads={args.threads}; {_versions()}; clock: {'thread CPU time' if args.cpu_time else 'wall'}")
     try:
         bandwidth = copy_bandwidth(args.threads)
-        print(f"torch copy bandwidth: {bandwidth / 1e9:.1f} GB/s (read + write)")
+        print(f"torch copy bandwidth: {bandwidth / 1e9:.1f} GB/s (read + write); onnxruntime's (a Mul by 1): "
+              f"{ort_copy_bandwidth(args.threads) / 1e9:.1f} GB/s")
     except ImportError:
         bandwidth = None
     extra = list(PEERS)
     print("| " + " | ".join(COLUMNS + extra) + " |")
     print("|" + "---|" * (len(COLUMNS) + len(extra)))
     rows = []
-    for case in QUICK if args.quick else CASES:
+    for case in QUICK if args.quick else CASES + FIELD:
         if args.k not in case.name:
             continue
         rows.append(bench_case(case, args.threads, args.rounds, not args.no_numpy, not args.no_memory, bandwidth))
         print("| " + " | ".join(format_row(rows[-1], extra)) + " |", flush=True)
-    print(summary(rows))
+    print(summary([r for r in rows if r["case"] not in {c.name for c in FIELD}]))
     if ONEDNN_KERNELS:
         print("oneDNN kernels: " + "; ".join(f"{c} {lay}: {k}" for (c, lay), k in ONEDNN_KERNELS.items()))
     return rows

@@ -3,6 +3,7 @@
 - kron:    every resized axis is I (x) K (integer factors, the same weights in every block): the last axis
            as one MatMul with a small block-diagonal matrix, the others as ReduceSum (sums) or Gather (spreads)
 - block:   every resized axis sums blocks of F outputs (nearest, integer factor): Reshape + ReduceSum
+- pool:    the same block sums as one AveragePool (viewed with one channel) times the block size
 - resize:  the gradient taps equal (out/in) x the taps of another Resize (e.g. bilinear x2's gradient
            is 4 x an antialiased linear /2 Resize): one onnxruntime Resize node and a Mul
 - band / dense: per axis, tiles of X rows each reading a window of dY rows (a Gather, or a Reshape when the
@@ -253,6 +254,36 @@ def emit_block(em: Emitter, src: str, res: Resampling, blocks: dict) -> str:
             shape.append(n)
     split = em.reshape(src, shape)
     return em.scale(em.reduce_sum(split, sum_axes), math.prod(w for _, w in blocks.values()))
+
+
+# ---- pool: one AveragePool ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PoolForm:
+    """Block sums as one AveragePool times the block size: dY viewed as [lead dims, 1, *pooled] (one channel, so
+    onnxruntime's NCHWc rewrite, measured 2x slower here, leaves it alone), a window on each pooled axis."""
+    lead: int            # the axes before the pooled ones, folded into the pool's batch
+    kernel: tuple        # the window on each pooled (resized) axis
+    scale: float         # prod(F * weight): the mean back to the weighted sum
+
+
+def pool_form(res: Resampling, blocks: dict | None, opset: int) -> PoolForm | None:
+    """The pool form of block sums (`block_factors`) where it measured fastest (the rule above the constants):
+    windows of 2 on the last 2 or 3 axes, all of them resized, at an opset whose AveragePool runs on MLAS."""
+    if not blocks or opset > POOL_MAX_OPSET or not 2 <= len(blocks) <= 3:
+        return None
+    lead = len(res.axes) - len(blocks)
+    if sorted(blocks) != list(range(lead, len(res.axes))) or any(f != POOL_WINDOW for f, _ in blocks.values()):
+        return None
+    return PoolForm(lead, (POOL_WINDOW,) * len(blocks), math.prod(f * w for f, w in blocks.values()))
+
+
+def emit_pool(em: Emitter, src: str, res: Resampling, form: PoolForm) -> str:
+    """Emit Reshape + AveragePool + Mul (+ Reshape): exact up to float32 rounding of the mean and the scaling
+    (none when the block size is a power of two: it divides and multiplies exactly)."""
+    viewed = em.reshape(src, [-1, 1] + list(res.out_shape[form.lead:]))
+    mean = em.node("AveragePool", [viewed], "mean", kernel_shape=list(form.kernel), strides=list(form.kernel))
+    return em.reshape(em.scale(mean, form.scale), list(res.in_shape))
 
 
 # ---- resize: one Resize node ----------------------------------------------------------------
@@ -535,6 +566,14 @@ NS_PER_BLOCK = 2.3 * PIPELINE
 NS_PER_TAP = 0.32
 NS_PER_NODE = 2e3
 MLAS_COLUMNS = 16
+# The pool form is used by rule, where it measured faster than every other form (README "Lowering"):
+# AveragePool at opsets 11-18 (MLAS in onnxruntime 1.19.2 and 1.32) in windows of 2 on every pooled axis, 2 or 3
+# of them. One thread, nearest x2, opset 17 (ms): X 8x32x128^2 10.8 (band 12.6), 8x128x64^2 10.2 (band 12.5),
+# 8x32x32^2 0.24 (dense + band 0.35), 2x16x32^3 2.9 (band 7.3), 2x3x8x12 0.006 (kron 0.009). Measured slower:
+# one pooled axis (16x64x64: 0.12, kron 0.03), windows of 3 and 4 (1.6x and 2.5x the band), and AveragePool-19
+# (dilations; a generic loop, 2x MLAS on 8x32x128^2 in both versions).
+POOL_WINDOW = 2
+POOL_MAX_OPSET = 18
 MAX_TILE = 64
 MAX_BAND_ENTRIES = 1 << 24    # a band's matrices (X rows x window), as constants in the model: 64 MiB in float32
 
@@ -679,3 +718,5 @@ def conv_cost(res: Resampling, itemsize: int = 4) -> float:
     """A depthwise Conv / ConvTranspose (or Reshape + ReduceSum): measured at about four copies of its input
     and output (nearest x2 on 8x32x128^2: 8-10 ms, README)."""
     return 4 * (math.prod(res.out_shape) + math.prod(res.in_shape)) * itemsize * NS_PER_BYTE + NS_PER_NODE
+
+

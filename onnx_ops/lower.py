@@ -25,8 +25,9 @@ from .model import graphs
 from .validate import check_resize_grad, check_text, readable, save_atomic
 from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
 from .dynamic import DynamicPlan, emit_dynamic
-from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_resize, find_resize,
-                    conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, resize_cost, symbolic_dim)
+from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_pool, emit_resize, find_resize,
+                    conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, pool_form, resize_cost,
+                    symbolic_dim)
 
 PREFER_RESIZE = 2.0   # one node, no intermediates, the reference's non-finite pattern: kept unless 2x dearer
 
@@ -440,14 +441,17 @@ def _emit(node, res, elem: int, prefix: str, opset: int = 19):
 
 def _contract(em: Emitter, cur: str, res):
     """dX from dY in the form the cost model (onnx_ops.forms) estimates fastest among those the taps prove:
-    the band / dense / gather plan, kron, the one-node Conv forms, or a Resize (README "Lowering")."""
+    the band / dense / gather plan, kron, AveragePool, the one-node Conv forms, or a Resize (README "Lowering")."""
     kron = kron_form(res)
     plans, cost = plan_axes(res, np.dtype(em.acc).itemsize)    # band / dense MatMuls or gathers, by cost
+    blocks = block_factors(res)
+    pool = pool_form(res, blocks, em.opset) if em.acc is np.float32 else None   # AveragePool: float32 here
+    if pool is not None:                   # by rule, where it measured fastest (onnx_ops.forms, README)
+        return emit_pool(em, cur, res, pool), ("avgpool",) * len(blocks)
     if kron is not None and kron_cost(res, kron) <= cost:   # measured faster than Conv / ConvTranspose (README)
         return emit_kron(em, cur, res, kron), kron.names(len(res.axes))
     f32 = em.acc is np.float32             # onnxruntime's CPU Conv, ConvTranspose and Resize are float32 here
     f32 = f32 and kron is None and conv_cost(res) <= cost
-    blocks = block_factors(res)
     parts = deconv_form(res) if f32 and blocks else None
     single = combined(res, parts) if parts else None
     if single:         # measured faster than Reshape + ReduceSum on onnxruntime CPU (README, benchmark)

@@ -115,13 +115,19 @@ def test_symbolic_batch_and_channels_keep_working():
         np.testing.assert_allclose(dx, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4]], ids=["dense", "band", "band-rational", "band-shared"])
-def test_band_forms_are_bitwise_deterministic_across_runs_and_threads(r):
+def _same_bits_on_every_thread_count(r: OnnxResize, seed: int):
+    """Lower `r`, run it on 1, 2 and 4 threads twice over and assert one result; returns (res, model, feeds)."""
     res = to_canonical(r)
     model = _lowered(r)[0]
-    dy = np.random.default_rng(3).standard_normal(res.out_shape).astype(np.float32)
+    dy = np.random.default_rng(seed).standard_normal(res.out_shape).astype(np.float32)
     feeds = {"dY": dy, "X": np.zeros(res.in_shape, np.float32)}
     assert len({run_model(model, feeds, threads=t)[0].tobytes() for t in (1, 2, 4, 1, 2)}) == 1
+    return res, model, feeds
+
+
+@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4]], ids=["dense", "band", "band-rational", "band-shared"])
+def test_band_forms_are_bitwise_deterministic_across_runs_and_threads(r):
+    _same_bits_on_every_thread_count(r, 3)
 
 
 @pytest.mark.parametrize("r", [p[0] for p in PICKS[:4]], ids=["dense", "band", "band-rational", "band-shared"])
@@ -207,3 +213,66 @@ def test_huge_factors_lower_within_the_band_cap():
     lowered, report = lower(build_resize_grad(r))
     entries = sum(int(np.prod(t.dims)) for t in lowered.graph.initializer)
     assert report[0].forms[1].startswith("band") and entries <= MAX_BAND_ENTRIES + 4096
+
+
+# ---- the pool form: AveragePool x block size (nearest x2, opsets 11-18) -----------------------------------------
+
+POOLED = [_spec("nearest", (2, 3, 8, 12), scales=(2.0, 2.0), opset=17),
+          _spec("nearest", (1, 4, 5, 7), scales=(2.0, 2.0), opset=11, coordinate_transformation_mode="asymmetric",
+                nearest_mode="floor"),
+          _spec("nearest", (2, 2, 3, 5, 4), scales=(2.0, 2.0, 2.0), opset=18)]
+
+
+@pytest.mark.parametrize("r", POOLED, ids=["2d-op17", "2d-op11-odd", "3d-op18"])
+def test_pool_form_is_picked_at_opsets_with_mlas_pooling_and_is_exact(r):
+    lowered, report = _check(r, rtol=1e-6)
+    assert set(report[0].forms) == {"avgpool"}
+    assert [n.op_type for n in lowered.graph.node] == ["Reshape", "AveragePool", "Mul", "Reshape"]
+
+
+@pytest.mark.parametrize("r", [
+    _spec("nearest", (2, 3, 8, 12), scales=(2.0, 2.0), opset=19),          # AveragePool-19: a generic loop, 2x slower
+    _spec("nearest", (2, 3, 9, 12), scales=(3.0, 3.0), opset=17),          # windows of 3: slower than the band
+    OnnxResize([2, 3, 12], {"mode": "nearest"}, scales=[1.0, 1.0, 2.0], opset=17, op_type="ResizeGrad"),   # 1 axis
+    _spec("nearest", (2, 3, 8, 12), scales=(2.0, 1.0), opset=17),          # a pooled axis with window 1
+    _spec("linear", (2, 3, 8, 12), scales=(2.0, 2.0), opset=17)], ids=["op19", "window3", "1d", "window1", "linear"])
+def test_pool_form_is_not_used_where_it_measured_slower_or_does_not_apply(r):
+    assert "avgpool" not in _check(r, rtol=2e-6)[1][0].forms
+
+
+def test_pool_form_is_float32_only_and_float16_goes_through_it():
+    r = POOLED[0]
+    assert "avgpool" not in _check(r, np.float64, rtol=1e-12)[1][0].forms   # onnxruntime: no double AveragePool
+    lowered, report = _check(r, np.float16, rtol=4e-3)
+    assert set(report[0].forms) == {"avgpool"} and lowered.graph.node[0].op_type == "Cast"
+
+
+@pytest.mark.parametrize("r", POOLED[::2], ids=["2d", "3d"])
+def test_pool_form_is_bitwise_deterministic_and_keeps_the_non_finite_pattern(r):
+    res, model, feeds = _same_bits_on_every_thread_count(r, 8)
+    dy = feeds["dY"]
+    dy.reshape(-1)[[3, 17]] = np.inf, np.nan
+    dy.reshape(-1)[18] = -np.inf
+    dx = run_model(model, feeds)[0]
+    want = resize_grad(dy.astype(np.float64), res)
+    np.testing.assert_array_equal(np.isnan(dx), np.isnan(want))
+    np.testing.assert_array_equal(np.isposinf(dx), np.isposinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(dx[finite], want[finite], rtol=0, atol=1e-6 * np.abs(want[finite]).max())
+
+
+def test_pool_form_keeps_symbolic_batch_and_channels():
+    import onnx
+    r = _spec("nearest", (2, 3, 6, 10), scales=(2.0, 2.0), opset=17)
+    model = build_resize_grad(r)
+    model.opset_import[0].version = 17
+    for value in list(model.graph.input) + list(model.graph.output):
+        dims = value.type.tensor_type.shape.dim
+        dims[0].dim_param, dims[1].dim_param = "N", "C"
+    lowered, report = lower(model)
+    assert set(report[0].forms) == {"avgpool"} and not report[0].dynamic
+    onnx.checker.check_model(lowered, full_check=True)
+    for n, c in ((2, 3), (1, 5)):
+        dy = np.random.default_rng(n).standard_normal((n, c, 12, 20)).astype(np.float32)
+        dx = run_model(lowered, {"dY": dy, "X": np.zeros((n, c, 6, 10), np.float32)})[0]
+        np.testing.assert_allclose(dx, dy.reshape(n, c, 6, 2, 10, 2).sum((3, 5)), rtol=0, atol=1e-6 * np.abs(dx).max())
