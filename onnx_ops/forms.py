@@ -261,7 +261,7 @@ def emit_block(em: Emitter, src: str, res: Resampling, blocks: dict) -> str:
 @dataclass(frozen=True)
 class PoolForm:
     """Block sums as one AveragePool times the block size: dY viewed as [lead dims, 1, *pooled] (one channel, so
-    onnxruntime's NCHWc rewrite, measured 2x slower here, leaves it alone), a window on each pooled axis."""
+    onnxruntime's NCHWc rewrite, measured 1.5x slower here, leaves it alone), a window on each pooled axis."""
     lead: int            # the axes before the pooled ones, folded into the pool's batch
     kernel: tuple        # the window on each pooled (resized) axis
     scale: float         # prod(F * weight): the mean back to the weighted sum
@@ -567,11 +567,11 @@ NS_PER_TAP = 0.32
 NS_PER_NODE = 2e3
 MLAS_COLUMNS = 16
 # The pool form is used by rule, where it measured faster than every other form (README "Lowering"):
-# AveragePool at opsets 11-18 (MLAS in onnxruntime 1.19.2 and 1.32) in windows of 2 on every pooled axis, 2 or 3
-# of them. One thread, nearest x2, opset 17 (ms): X 8x32x128^2 10.8 (band 12.6), 8x128x64^2 10.2 (band 12.5),
+# AveragePool at opsets up to 18 (MLAS in onnxruntime 1.19.2 and 1.32) in windows of 2 on every pooled axis, 2 or
+# 3 of them. One thread, nearest x2, opset 17 (ms): X 8x32x128^2 10.8 (band 12.6), 8x128x64^2 10.2 (band 12.5),
 # 8x32x32^2 0.24 (dense + band 0.35), 2x16x32^3 2.9 (band 7.3), 2x3x8x12 0.006 (kron 0.009). Measured slower:
 # one pooled axis (16x64x64: 0.12, kron 0.03), windows of 3 and 4 (1.6x and 2.5x the band), and AveragePool-19
-# (dilations; a generic loop, 2x MLAS on 8x32x128^2 in both versions).
+# (a separate onnxruntime kernel, "averagepool v19 and beyond": 2x the MLAS one on 8x32x128^2 in both versions).
 POOL_WINDOW = 2
 POOL_MAX_OPSET = 18
 MAX_TILE = 64
@@ -718,5 +718,3 @@ def conv_cost(res: Resampling, itemsize: int = 4) -> float:
     """A depthwise Conv / ConvTranspose (or Reshape + ReduceSum): measured at about four copies of its input
     and output (nearest x2 on 8x32x128^2: 8-10 ms, README)."""
     return 4 * (math.prod(res.out_shape) + math.prod(res.in_shape)) * itemsize * NS_PER_BYTE + NS_PER_NODE
-
-
