@@ -220,10 +220,11 @@ def test_huge_factors_lower_within_the_band_cap():
 POOLED = [_spec("nearest", (2, 3, 8, 12), scales=(2.0, 2.0), opset=17),
           _spec("nearest", (1, 4, 5, 7), scales=(2.0, 2.0), opset=11, coordinate_transformation_mode="asymmetric",
                 nearest_mode="floor"),
-          _spec("nearest", (2, 2, 3, 5, 4), scales=(2.0, 2.0, 2.0), opset=18)]
+          _spec("nearest", (2, 2, 3, 5, 4), scales=(2.0, 2.0, 2.0), opset=18),
+          _spec("nearest", (2, 3, 6, 5), scales=(2.0, 2.0), opset=10)]
 
 
-@pytest.mark.parametrize("r", POOLED, ids=["2d-op17", "2d-op11-odd", "3d-op18"])
+@pytest.mark.parametrize("r", POOLED, ids=["2d-op17", "2d-op11-odd", "3d-op18", "2d-op10"])
 def test_pool_form_is_picked_at_opsets_with_mlas_pooling_and_is_exact(r):
     lowered, report = _check(r, rtol=1e-6)
     assert set(report[0].forms) == {"avgpool"}
