@@ -105,17 +105,7 @@ def _lower_graph(graph, info, providers, report: list, scope: str) -> None:
         for attr in node.attribute:
             for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
                 _lower_graph(sub, info, providers, report, f"{scope}{node.name or node.op_type}.{attr.name}/")
-    nodes = []
-    for k, node in enumerate(graph.node):
-        if not is_resize_grad(node):
-            nodes.append(node)
-            continue
-        new, inits, rewrite = _lower_node(node, k, info, providers, scope)
-        nodes.extend(new)
-        graph.initializer.extend(inits)
-        report.append(rewrite)
-    del graph.node[:]
-    graph.node.extend(nodes)
+    _rewrite_nodes(graph.node, info, providers, report, scope, lambda node, k, inits: graph.initializer.extend(inits))
 
 
 def _lower_function(function, model, info, providers, report: list) -> None:
@@ -126,19 +116,28 @@ def _lower_function(function, model, info, providers, report: list) -> None:
     local = info.for_function(function, model)
     if not any(o.domain in ("", "ai.onnx") for o in function.opset_import):
         function.opset_import.append(helper.make_opsetid("", local.opset))
-    nodes = []
-    for k, node in enumerate(function.node):
+
+    def as_constants(node, k, inits):      # functions hold no initializers: Constant nodes
+        base = node.name or f"ResizeGrad_{k}"
+        return [helper.make_node("Constant", [], [t.name], value=t, name=f"{base}/lowered/Constant_{j}")
+                for j, t in enumerate(inits)]
+    _rewrite_nodes(function.node, local, providers, report, scope, as_constants)
+
+
+def _rewrite_nodes(nodes, info, providers, report: list, scope: str, place_constants) -> None:
+    """Replace each ResizeGrad in the repeated field `nodes` by its lowering, in place and in order.
+    `place_constants(node, k, inits)` stores the initializers and returns nodes to put before the lowering."""
+    out = []
+    for k, node in enumerate(nodes):
         if not is_resize_grad(node):
-            nodes.append(node)
+            out.append(node)
             continue
-        new, inits, rewrite = _lower_node(node, k, local, providers, scope)
-        base = node.name or f"ResizeGrad_{k}"            # functions hold no initializers: Constant nodes
-        nodes.extend(helper.make_node("Constant", [], [t.name], value=t, name=f"{base}/lowered/Constant_{j}")
-                     for j, t in enumerate(inits))
-        nodes.extend(new)
+        new, inits, rewrite = _lower_node(node, k, info, providers, scope)
+        out.extend(place_constants(node, k, inits) or [])
+        out.extend(new)
         report.append(rewrite)
-    del function.node[:]
-    function.node.extend(nodes)
+    del nodes[:]
+    nodes.extend(out)
 
 
 def _lower_node(node, k: int, info, providers, scope: str):

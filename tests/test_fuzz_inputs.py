@@ -83,12 +83,16 @@ def own_error_or_result(call):
         return None
 
 
+def load_mutated(seed, fmt, data, value, load):
+    """load(fmt, the seed with `value` written at one drawn path), or None on the project's own error."""
+    path = data.draw(st.sampled_from([p for p in paths(seed) if p]))
+    return own_error_or_result(lambda: load(fmt, mutate(seed, path, value)))
+
+
 @budget(300)
 @given(st.sampled_from(sorted(SEEDS)), st.data(), JSON)
 def test_mutated_inputs_give_a_result_or_a_desc_error(fmt, data, value):
-    seed = SEEDS[fmt]
-    path = data.draw(st.sampled_from([p for p in paths(seed) if p]))
-    loaded = own_error_or_result(lambda: conventions.load(fmt, mutate(seed, path, value)))
+    loaded = load_mutated(SEEDS[fmt], fmt, data, value, conventions.load)
     if loaded is not None:             # what loads also converts (or is refused by name) to every format
         for dst in conventions.FORMATS:
             own_error_or_result(lambda: conventions.dump(dst, *loaded))
@@ -97,9 +101,7 @@ def test_mutated_inputs_give_a_result_or_a_desc_error(fmt, data, value):
 @budget(150)
 @given(st.sampled_from(sorted(DECONV_SEEDS)), st.data(), JSON)
 def test_mutated_deconv_documents_round_trip_or_refuse(fmt, data, value):
-    seed = DECONV_SEEDS[fmt]
-    path = data.draw(st.sampled_from([p for p in paths(seed) if p]))
-    loaded = own_error_or_result(lambda: deconv.load(fmt, mutate(seed, path, value)))
+    loaded = load_mutated(DECONV_SEEDS[fmt], fmt, data, value, deconv.load)
     if loaded is None:
         return
     spec, layout, _ = loaded
