@@ -10,8 +10,8 @@ from dml_desc.canonical import Resampling
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import ConversionError, flag, require
 
-from .lower import _emit, lower
-from .model import IR_VERSION, OPSET, grad_graph, stamped  # noqa: F401 (IR_VERSION: the package exports it)
+from .model import IR_VERSION, LOWERING_OPSET, OPSET, grad_graph, stamped  # noqa: F401 (IR_VERSION: exported)
+from .node_emit import emit_gradient, name_after, node_prefix
 
 DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
           np.dtype(np.float64): TensorProto.DOUBLE}
@@ -34,6 +34,7 @@ def _spelled(spec, backward: bool, semantics: str | None, tolerance: float = 0.0
                                     semantics=semantics, tolerance=tolerance)
 
 
+GRAD_NODE = "ResizeGrad_0"               # the gradient node's name (its lowering's nodes are named after it)
 TOLERANCE_KEY = "dml_desc.tolerance"     # metadata_props entry of a model built within --tolerance
 
 
@@ -66,7 +67,8 @@ def build_gradient(res: Resampling, dtype: DTypeLike = np.float32, lowered: bool
     return build_resize_grad(node, dtype, lowered=True, semantics=semantics), tuple(notes)
 
 
-def _elem(dtype) -> int:
+def element_type(dtype) -> int:
+    """The ONNX element type of a gradient's `dtype` (float16, float32 or float64; else the project's error)."""
     try:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):
@@ -90,33 +92,20 @@ def _consts(r: onnx_conv.OnnxResize, dtype) -> tuple[list, list]:
 def build_resize_grad(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.float32, lowered: bool = False,
                       semantics: str | None = None) -> onnx.ModelProto:
     """dX = ResizeGrad(dY, X, roi, scales) with graph inputs dY, X and output dX. `semantics` (None: the
-    installed onnxruntime's, dml_desc.conventions.onnx.SEMANTICS) decides the nearest tie rule of --lowered."""
+    installed onnxruntime's, dml_desc.conventions.onnx.SEMANTICS) decides the nearest tie rule of --lowered.
+    `lowered` gives build_lowered's model of the node's map: the one lowered model, whichever way it is asked for."""
     flag(lowered, "lowered")
     r = as_onnx_resize(spec, backward=True, semantics=semantics)
     res = onnx_conv.to_canonical(r, semantics)
-    elem = _elem(dtype)
-    inits, (roi, scales) = _consts(r, dtype)
-    attrs = {k: v for k, v in r.attributes.items()}
-    node = helper.make_node("ResizeGrad", ["dY", "X", roi, scales], ["dX"], domain="com.microsoft",
-                            name="ResizeGrad_0", **attrs)
-    model = stamped(grad_graph([node], "resize_grad", res, elem, inits), True)
+    elem = element_type(dtype)
     if lowered:
-        model, _ = lower(model, semantics=semantics)
-        _drop_orphans(model)
+        return build_lowered(res, dtype)
+    inits, (roi, scales) = _consts(r, dtype)
+    node = helper.make_node("ResizeGrad", ["dY", "X", roi, scales], ["dX"], domain="com.microsoft",
+                            name=GRAD_NODE, **r.attributes)
+    model = stamped(grad_graph([node], "resize_grad", res, elem, inits), True)
     onnx.checker.check_model(model)
     return model
-
-
-def _drop_orphans(model: onnx.ModelProto) -> None:
-    """Our own built model only: roi / scales that fed the replaced node are no longer read."""
-    used = {i for n in model.graph.node for i in n.input}
-    keep = [t for t in model.graph.initializer if t.name in used]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(keep)
-    if not any(n.domain == "com.microsoft" for n in model.graph.node):
-        keep_ops = [o for o in model.opset_import if o.domain != "com.microsoft"]
-        del model.opset_import[:]
-        model.opset_import.extend(keep_ops)
 
 
 def build_resize(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.float32,
@@ -125,7 +114,7 @@ def build_resize(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.
     exact spelling, or one within `tolerance` (recorded in metadata_props under TOLERANCE_KEY)."""
     r, notes = _spelled(spec, False, None, tolerance)
     res = onnx_conv.to_canonical(r)
-    elem = _elem(dtype)
+    elem = element_type(dtype)
     inits, (roi, scales) = _consts(r, dtype)
     inputs = ["X", roi, scales]
     if r.sizes is not None:
@@ -140,12 +129,14 @@ def build_resize(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.
 
 
 def build_lowered(res: Resampling, dtype: DTypeLike = np.float32) -> onnx.ModelProto:
-    """The standard-op gradient straight from a canonical map (no ONNX Resize spelling needed)."""
-    elem = _elem(dtype)
-    node = helper.make_node("ResizeGrad", ["dY", "X"], ["dX"], domain="com.microsoft", name="grad")
-    nodes, inits, _ = _emit(node, res, elem, "grad", OPSET)
+    """The standard-op gradient straight from a canonical map (no ONNX Resize spelling needed), emitted by
+    node_emit.emit_gradient and named as `lower` names the lowering of build_resize_grad's node: the model
+    `build --lowered`, `dml-desc run` and the conformance suite's onnxruntime checks all run."""
+    elem = element_type(dtype)
+    node = helper.make_node("ResizeGrad", ["dY", "X"], ["dX"], domain="com.microsoft", name=GRAD_NODE)
+    base, prefix = node_prefix(node, 0, {"dY", "X", "dX"})
+    nodes, inits, _ = emit_gradient(node, res, elem, prefix, LOWERING_OPSET)
+    name_after(nodes, base)
     model = stamped(grad_graph(nodes, "resize_grad_lowered", res, elem, inits), False)
     onnx.checker.check_model(model)
     return model
-
-

@@ -138,10 +138,10 @@ def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int) ->
 def _one_node_model(model, node, stand_in: tuple):
     """A model holding only `node` (dY, X as inputs with the original dims, scales as a constant) and feeds of
     stand-in shapes."""
-    from .lower import _GraphInfo
-    info = _GraphInfo(model)
+    from .planning import graph_info
+    info = graph_info(model)
     x_dims, dy_dims = info.dims(node.input[1]), info.dims(node.input[0])
-    elem = info._elem(node)
+    elem = info.elem_type(node)
     scales = info.const(node, 3)[0]
     require(x_dims is not None and elem is not None and scales is not None, f"node {node.name}", None,
             "calibration needs X's rank, its element type and constant scales")

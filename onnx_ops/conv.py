@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 from dml_desc.conventions.deconv import DATA_FORMATS, ConvSpec, to_layout, to_onnx_attrs
 from dml_desc.errors import one_of, require
 
-from .build import IR_VERSION, OPSET, _elem
+from .build import IR_VERSION, OPSET, element_type
 
 
 def _perm_to_ncx(rank: int) -> list:
@@ -22,7 +22,7 @@ def build_conv_data_grad(spec: ConvSpec, data_format: str = "NCX", weights_forma
     require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (deconv.load gives one)")
     one_of(data_format, DATA_FORMATS, "data_format")
     one_of(weights_format, ("IOX", "XOI"), "weights_format")
-    elem = _elem(dtype)
+    elem = element_type(dtype)
     require(elem != TensorProto.DOUBLE, "dtype", "float64", "onnxruntime's CPU Conv has no double kernel: "
             "build ConvTransposeBackwardData in float32 or float16")
     rank = len(spec.kernel) + 2

@@ -1,5 +1,6 @@
-"""ONNX models as this package makes them: the stamp, the gradient graph's signature and the walk over
-subgraphs. The modules that build, lower and check models build on this one; it imports none of them."""
+"""ONNX models as this package makes them: the stamp (the opset constants, named here and nowhere else) and the
+gradient graph's signature. The modules that build, lower and check models build on this one; it imports none of
+them (the walk over subgraphs is onnx_ops.graph_walk, re-exported here for older callers)."""
 from __future__ import annotations
 
 import onnx
@@ -7,9 +8,15 @@ from onnx import helper
 
 from dml_desc.canonical import Resampling
 
+from .graph_walk import graphs, subgraphs  # noqa: F401 (re-exported: onnx_ops.graph_walk is the one walk)
+
 # Models built from scratch are stamped explicitly, whatever onnx is installed (onnx 1.18+ would stamp IR 11+):
 OPSET = 19          # Resize-19; onnxruntime-training 1.19.2 loads ai.onnx <= 21
 IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= 10
+# The ai.onnx opset `lower` adds to a model that imports none (a bare com.microsoft graph) and reads such a model
+# at, and the opset of the standard ops a gradient is lowered to when built from scratch: the built models' own, so
+# a model built here and one lowered from a file use the same op versions.
+LOWERING_OPSET = OPSET
 
 def grad_graph(nodes, name: str, res: Resampling, elem: int, inits, with_x: bool = True):
     """A gradient graph: inputs dY (forward output shape) and X (forward input shape), output dX."""
@@ -25,16 +32,3 @@ def stamped(graph, with_ms: bool) -> onnx.ModelProto:
     opsets = [helper.make_opsetid("", OPSET)] + ([helper.make_opsetid("com.microsoft", 1)] if with_ms else [])
     model = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION, producer_name="dml-desc")
     return model
-
-
-def graphs(graph):
-    """The graph and every If / Loop / Scan body in it, depth first."""
-    yield graph
-    for node in graph.node:
-        for sub in subgraphs(node):
-            yield from graphs(sub)
-
-
-def subgraphs(node) -> list:
-    """The graph attributes of one node (If branches, Loop / Scan bodies)."""
-    return [g for a in node.attribute for g in ([a.g] if a.HasField("g") else []) + list(a.graphs)]

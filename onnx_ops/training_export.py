@@ -21,7 +21,7 @@ from onnx import helper, numpy_helper
 
 from dml_desc.errors import DescError
 
-from .lower import _fresh, _model_names
+from .graph_walk import fresh_prefix, model_names
 
 NP = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.DOUBLE: np.float64}
 TORCH_EXPORT_FIX = ("export for training with torch.onnx.export(model.train(), ..., optimize=False): the dynamo "
@@ -139,7 +139,7 @@ def decompose_for_gradients(model: onnx.ModelProto) -> tuple[onnx.ModelProto, li
     out = onnx.ModelProto()
     out.CopyFrom(model)
     types = _elem_types(out)
-    taken = _model_names(out)
+    taken = model_names(out)
     nodes, notes = [], []
     for node in out.graph.node:
         if node.op_type not in DECOMPOSITIONS or node.domain not in ("", "ai.onnx"):
@@ -155,7 +155,7 @@ def decompose_for_gradients(model: onnx.ModelProto) -> tuple[onnx.ModelProto, li
         elif elem not in NP:
             raise DescError(f"{where}.X", data, f"has element type {elem} (unknown or not float): the "
                             f"{node.op_type} decomposition needs float16, float32 or float64")
-        b = _Builder(node, _fresh(node.name or node.op_type, taken), NP.get(elem, np.float32))
+        b = _Builder(node, fresh_prefix(node.name or node.op_type, taken), NP.get(elem, np.float32))
         b.like = elem
         DECOMPOSITIONS[node.op_type](b, node.input[0], node.output[0])
         for i, n in enumerate(b.nodes):

@@ -15,8 +15,7 @@ from dml_desc.errors import require
 
 from .forms import Emitter
 from .validate import save_atomic
-from .lower import _fresh, _model_names
-from .model import graphs
+from .graph_walk import fresh_prefix, graphs, model_names
 
 # onnxruntime-training 1.19.2 loads models up to these versions
 TRAINING_MAX_IR = 10
@@ -99,7 +98,7 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
     out = onnx.ModelProto()
     out.CopyFrom(model)
     static = {v.name for v in out.graph.value_info if _is_static(v)}
-    taken = _model_names(out)
+    taken = model_names(out)
     opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 1)
     nodes, notes = [], []
     for node in out.graph.node:
@@ -117,7 +116,7 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
         order = next((a.i for a in pool.attribute if a.name == "storage_order"), 0)
         require(order == 0, f"node {pool.name or 'MaxPool'}.storage_order", order,
                 "must be 0 (row-major Indices) for the MaxPoolGrad rewrite")
-        nodes.extend(_scatter_max_pool_grad(node, pool.input[0], _fresh(node.name or "MaxPoolGrad", taken), opset,
+        nodes.extend(_scatter_max_pool_grad(node, pool.input[0], fresh_prefix(node.name or "MaxPoolGrad", taken), opset,
                                              _elem_of(out, pool.input[0])))
         notes.append(f"{node.name or node.op_type}: MaxPoolGrad with symbolic dims -> ScatterElements(add)")
     del out.graph.node[:]

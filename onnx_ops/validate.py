@@ -18,7 +18,7 @@ from onnx import TensorProto
 from dml_desc.errors import DescError, require
 from dml_desc.files import read_bounded, regular_target, write_atomic
 
-from .model import graphs
+from .graph_walk import graphs
 
 FLOATS = {TensorProto.FLOAT16: "float16", TensorProto.FLOAT: "float", TensorProto.DOUBLE: "double"}
 ROI_TYPES = {**FLOATS, TensorProto.BFLOAT16: "bfloat16"}

@@ -1,0 +1,191 @@
+"""Emitting one ResizeGrad node's lowering: the static forms (the cost model's choice among the forms the taps
+prove equal, onnx_ops.forms / onnx_ops.bridge), the shape-generic forms (onnx_ops.generic_forms) and the dynamic
+path (onnx_ops.dynamic), each named after the node, with the `Rewrite` saying what was done.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from dml_desc.conventions import onnx as onnx_conv
+from dml_desc.errors import DescError, require
+
+from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
+from .calibrate import signature as calibration_signature
+from .dynamic import DynamicPlan, emit_dynamic
+from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_pool, emit_resize, find_resize,
+                    conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, pool_form, resize_cost)
+from .generic_forms import emit_generic_node, generic_form
+from .graph_walk import fresh_prefix
+from .model import LOWERING_OPSET
+from .planning import NP_OF, DynamicRead
+from .validate import check_resize_grad, readable
+
+PREFER_RESIZE = 2.0   # one node, no intermediates, the reference's non-finite pattern: kept unless 2x dearer
+
+
+@dataclass
+class Rewrite:
+    """What `lower` did to one ResizeGrad node: its name, mode, resized axes and the form chosen per axis
+    (or kept_native for CUDA). str() gives the one-line report `dml-desc lower` prints.
+    """
+    node: str
+    mode: str
+    axes: tuple
+    forms: tuple
+    kept_native: bool = False
+    scope: str = ""          # "" for the main graph, else the subgraph attribute or function path
+    dynamic: bool = False    # taps computed at run time (onnx_ops.dynamic)
+    semantics: str = ""      # the ONNX semantics the taps follow (dml_desc.conventions.onnx.SEMANTICS)
+    notes: tuple = ()        # where the taps follow onnxruntime rather than the ONNX formulas (docs/adjoint.md)
+    signature: str = ""      # a shape-generic node's calibration key (onnx_ops.calibrate.signature)
+    candidates: tuple = ()   # the forms `dml-desc calibrate` measures for it (generic kinds and "general")
+
+    def __str__(self):
+        how = "kept native (CUDA)" if self.kept_native else ", ".join(f"axis {a}: {f}" for a, f in
+                                                                       zip(self.axes, self.forms))
+        return f"{self.scope}{self.node}: {self.mode}; {how}" + (f" [{'; '.join(self.notes)}]" if self.notes else "")
+
+
+def lower_node(node, k: int, info, providers, scope: str):
+    """(nodes, initializers, Rewrite) replacing one ResizeGrad (the k-th of its graph); every new node is named
+    after it."""
+    base, prefix = node_prefix(node, k, info.taken)
+    try:
+        check_resize_grad(node, info.types, info.opset, info.consts)    # arity, types, outputs (onnx_ops.validate)
+        read = readable(f"node {node.name or node.op_type}", info.read, node)
+    except DescError as e:            # name where the node is: a subgraph or a function
+        raise DescError(f"{scope}{e.field}", e.value, e.rule) from None
+    if isinstance(read, DynamicRead):
+        require(info.semantics != "onnx-spec" or read.plan.attrs.get("mode", "nearest") != "nearest",
+                f"{scope}node {node.name or node.op_type}.semantics", info.semantics,
+                "cannot be followed with shapes or scales known only at run time: the dynamic path uses the "
+                "executing onnxruntime's Resize and so its nearest tie rule")
+        generic, kinds, sig = _generic(node, read, info)     # constant integer scales: one graph for every length
+        kind = info.choices.get(sig)
+        if generic is not None and kind != "general":
+            new, inits, forms = emit_generic_node(node, generic, read.elem, prefix, info.opset,
+                                                  kind if kind in kinds else None)
+        else:
+            new, inits = _emit_dynamic(node, read.plan, read.elem, prefix, info.opset)
+            forms = ("dynamic: Resize(identity) + MatMul",) * len(read.plan.axes)
+        rewrite = Rewrite(node.name, read.plan.attrs.get("mode", "nearest"), tuple(a for a, _ in read.plan.axes),
+                          forms, scope=scope, dynamic=True, signature=sig, candidates=kinds + ("general",) * bool(sig))
+    else:
+        r, res, elem = read
+        if "CUDAExecutionProvider" in providers and native_cuda_fits(r, res):
+            return [node], [], Rewrite(node.name, res.mode.value, res.resized_axes, (), kept_native=True,
+                                       scope=scope)
+        new, inits, forms = emit_gradient(node, res, elem, prefix, info.opset)
+        rewrite = Rewrite(node.name, res.mode.value, res.resized_axes, forms, scope=scope, notes=tuple(res.notes))
+    name_after(new, base)
+    return new, inits, rewrite
+
+
+def native_cuda_fits(r: onnx_conv.OnnxResize, res) -> bool:
+    """onnxruntime's CUDA ResizeGrad: linear, 4-D, half_pixel or align_corners, no antialias or axes."""
+    ctm = r.attr("coordinate_transformation_mode", "half_pixel")
+    return (res.mode.value == "linear" and len(res.axes) == 4 and ctm in ("half_pixel", "align_corners")
+            and not r.attr("antialias", 0) and r.attr("axes") is None
+            and r.attr("keep_aspect_ratio_policy", "stretch") == "stretch" and set(res.resized_axes) <= {2, 3}
+            and not any(is_symbolic(n) for n in res.in_shape + res.out_shape))
+
+
+def _generic(node, read, info):
+    """(form, its spellings, calibration signature) of a dynamic ResizeGrad's shape-generic form
+    (onnx_ops.generic_forms: float / float16 / double, constant scales), or (None, (), "")."""
+    if read.elem not in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE):
+        return None, (), ""
+    dims = info.dims(node.input[1]) or info.dims(node.input[0]) or [None] * read.plan.rank
+    form = generic_form(read.plan.attrs, read.plan.axes, info.const(node, 3)[0], dims, info.opset)
+    kinds = form.kinds(info.opset, np.float64 if read.elem == TensorProto.DOUBLE else np.float32) if form else ()
+    if not kinds:
+        return None, (), ""
+    factors = {a: f.factor for a, f in form.axes.items()}
+    return form, kinds, calibration_signature(read.plan.attrs, factors, form.rank, form.channels, info.opset,
+                                              read.elem)
+
+
+def _emit_dynamic(node, plan: DynamicPlan, elem, prefix: str, opset: int):
+    """Nodes and initializers of the dynamic path (onnx_ops.dynamic) with dX written by the last node."""
+    em = Emitter(prefix, opset, np.float64 if elem == TensorProto.DOUBLE else np.float32)
+    cur = node.input[0]
+    if elem == TensorProto.FLOAT16:
+        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
+    cur = emit_dynamic(em, cur, node.input[1], plan)
+    if elem == TensorProto.FLOAT16:
+        em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
+    else:
+        em.rename(cur, node.output[0])
+    return em.nodes, em.inits
+
+
+def emit_gradient(node, res, elem: int, prefix: str, opset: int = LOWERING_OPSET):
+    """(nodes, initializers, forms) computing `node`'s dX from dY for a static map `res`: the fastest form the
+    taps prove equal. Every lowered static gradient comes from here: `lower` / `lower_file` for a model's nodes,
+    and onnx_ops.build.build_lowered for `build --lowered`, `dml-desc run` and the conformance suite."""
+    em = Emitter(prefix, opset, NP_OF[elem], dims_from=node.input[0])   # run-time dims read from dY
+    forms = cast_wrapped(em, node, elem, lambda dy: _contract(em, dy, res))
+    return em.nodes, em.inits, forms
+
+
+def cast_wrapped(em: Emitter, node, elem: int, compute):
+    """Write dX = compute(dY) to `node`'s output and return what `compute` returns beside the tensor name
+    (`compute(dy) -> (name, extra)`): float16 runs in float32 (a Cast in, a Cast out); the other types have the
+    last node write dX itself (no trailing copy)."""
+    cur = node.input[0]
+    if elem == TensorProto.FLOAT16:
+        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
+    cur, extra = compute(cur)
+    if elem == TensorProto.FLOAT16:
+        em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
+    else:
+        em.rename(cur, node.output[0])
+    return extra
+
+
+def node_prefix(node, k: int, taken: set) -> tuple[str, str]:
+    """(base, prefix) for the lowering of the k-th node of a graph: its nodes are named `<base>/lowered/...`,
+    its tensors start with the fresh `prefix` (reserved in `taken`)."""
+    base = node.name or f"ResizeGrad_{k}"
+    return base, fresh_prefix(f"{base}_{k}" if node.name else base, taken)
+
+
+def name_after(nodes: list, base: str) -> None:
+    """Name each unnamed new node after the ResizeGrad it replaces: `<base>/lowered/<op>_<i>`."""
+    for i, n in enumerate(nodes):
+        n.name = n.name or f"{base}/lowered/{n.op_type}_{i}"
+
+
+def _contract(em: Emitter, cur: str, res):
+    """dX from dY in the form the cost model (onnx_ops.forms) estimates fastest among those the taps prove:
+    the band / dense / gather plan, kron, AveragePool, the one-node Conv forms, or a Resize (README "Lowering")."""
+    kron = kron_form(res)
+    plans, cost = plan_axes(res, np.dtype(em.acc).itemsize)    # band / dense MatMuls or gathers, by cost
+    blocks = block_factors(res)
+    pool = pool_form(res, blocks, em.opset) if em.acc is np.float32 else None   # AveragePool: float32 here
+    if pool is not None:                   # by rule, where it measured fastest (onnx_ops.forms, README)
+        return emit_pool(em, cur, res, pool), ("avgpool",) * len(blocks)
+    if kron is not None and kron_cost(res, kron) <= cost:   # measured faster than Conv / ConvTranspose (README)
+        return emit_kron(em, cur, res, kron), kron.names(len(res.axes))
+    f32 = em.acc is np.float32             # onnxruntime's CPU Conv, ConvTranspose and Resize are float32 here
+    f32 = f32 and kron is None and conv_cost(res) <= cost
+    parts = deconv_form(res) if f32 and blocks else None
+    single = combined(res, parts) if parts else None
+    if single:         # measured faster than Reshape + ReduceSum on onnxruntime CPU (README, benchmark)
+        return emit_conv(em, cur, *single), ("deconv(ones)",) * len(parts)
+    spread = spread_form(res) if f32 else None
+    if spread is not None:   # integer downsampling: measured faster than a nearest Resize (README)
+        return emit_spread(em, cur, res, spread), ("conv_transpose",) * len(res.resized_axes)
+    if blocks and f32:
+        return emit_block(em, cur, res, blocks), ("block-sum",) * len(blocks)
+    found = find_resize(res, em.opset) if em.acc is np.float32 else None
+    if found and resize_cost(res, found[0]) <= PREFER_RESIZE * cost:
+        cand, spelling = found
+        form = f"Resize({cand.mode.value}{', antialias' if cand.antialias else ''})"
+        return emit_resize(em, cur, res, spelling), (form,) * len(res.resized_axes)
+    cur, names = emit_plan(em, cur, res, plans)
+    order = {p.axis: name for p, name in zip(plans, names)}
+    return cur, tuple(order[a] for a in res.resized_axes)
