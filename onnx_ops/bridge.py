@@ -15,7 +15,7 @@ from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.weights import Taps, gradient_taps
 
 from .forms import MAX_BAND_ENTRIES, Emitter, is_symbolic
-from .model import grad_graph, stamped
+from .model import OPSET, grad_graph, stamped
 
 MAX_CORRECTED_ROWS = 4
 
@@ -230,6 +230,6 @@ def build_bridge_model(res: Resampling):
     parts = deconv_form(res)
     if parts is None:
         return None
-    em = Emitter("bridge", 19, np.float32)
+    em = Emitter("bridge", OPSET, np.float32)
     em.rename(emit_deconv(em, "dY", res, parts), "dX")
     return stamped(grad_graph(em.nodes, "bridge", res, TensorProto.FLOAT, em.inits, with_x=False), False)

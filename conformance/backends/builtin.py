@@ -31,8 +31,8 @@ class NumpyBackend(Backend):
 
 class OnnxruntimeBackend(Backend):
     """onnxruntime on one execution provider. Lowered (default): the model `dml-desc build --lowered` writes
-    (build_resize_grad -> lower()), standard ops only. Native: the com.microsoft ResizeGrad node as built,
-    which only onnxruntime's CUDA provider implements."""
+    (onnx_ops.build.build_lowered, the one lowered model), standard ops only. Native: the com.microsoft
+    ResizeGrad node as built, which only onnxruntime's CUDA provider implements."""
     convention, dtypes = "onnx", ("f64", "f32", "f16")
 
     def __init__(self, provider: str = "CPUExecutionProvider", native: bool = False, semantics=None):
