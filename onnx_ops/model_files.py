@@ -13,7 +13,7 @@ from dml_desc.errors import DescError, require
 
 from .graph_walk import graphs, is_resize_grad
 from .node_emit import Rewrite
-from .validate import save_atomic
+from .validate import check_external_data, load_model, save_atomic
 
 
 def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProvider",),
@@ -26,7 +26,7 @@ def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProv
     onnxruntime training or eval graph also gets prepare_artifacts's repairs (training_repair.repair_for_lowering:
     MaxPoolGrad with symbolic dims, eval BatchNorm), listed in the report's `repairs`. Raises only DescError
     subclasses (FileError for the file system)."""
-    from .lower import check_providers
+    from .lower import check_providers      # at call time: onnx_ops.lower imports this module for lower_file
     check_providers(providers)
     try:
         return _lower_file(src, dst, providers, semantics, calibration)
@@ -40,7 +40,6 @@ def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProv
 
 
 def _lower_file(src, dst, providers, semantics, calibration=None) -> list[Rewrite]:
-    from .validate import check_external_data, load_model
     require(isinstance(dst, (str, os.PathLike)) and bool(os.fspath(dst)), "dst", dst, "must be a file path")
     model = load_model(src)           # a DescError for a folder, an empty, truncated or non-ONNX file
     src_dir, dst_dir = os.path.dirname(os.path.abspath(src)), os.path.dirname(os.path.abspath(dst))
@@ -51,7 +50,7 @@ def _lower_file(src, dst, providers, semantics, calibration=None) -> list[Rewrit
     reading = _with_resize_grad_constants(model, external, src_dir)
     from .training_repair import RepairedRewrites, repair_for_lowering
     reading, repairs = repair_for_lowering(reading)     # an ORT training / eval graph: what prepare_artifacts does
-    from .lower import lower
+    from .lower import lower                # at call time, as check_providers
     lowered, report = lower(reading, providers, semantics, calibration)
     report = RepairedRewrites(report, repairs)
     if external and os.path.realpath(src_dir) == os.path.realpath(dst_dir):

@@ -46,7 +46,8 @@ def _constants(nodes) -> dict:
                 out[n.output[0]] = np.asarray(helper.get_attribute_value(a), np.int64)
     return out
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class GraphInfo:
     """Shapes, element types and constant inputs of a model (or of one function body), and how it is lowered.
     Built whole by `graph_info` (a function body's by `for_function`) and never changed afterwards; `taken` is
