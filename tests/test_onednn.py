@@ -224,8 +224,8 @@ def test_refused_conventions_and_a_missing_library_say_why(monkeypatch):
     with pytest.raises(DescError, match="is not a file"):
         runtime.run_jobs([])
     monkeypatch.delenv(runtime.LIB_ENV)
-    monkeypatch.setattr(runtime, "_wheel_files", lambda: [])
-    monkeypatch.setattr(runtime, "_prefixes", lambda: [])
+    monkeypatch.setattr(runtime.library, "_wheel_files", lambda: [])
+    monkeypatch.setattr(runtime.library, "_prefixes", lambda: [])
     assert "pip install 'dml-desc[onednn]'" in runtime.missing_reason()
     with pytest.raises(DescError, match=r"dml-desc\[onednn\]"):
         runtime.run_jobs([runtime.accepts_job(deconv.to_onednn(CASES[0][1]))])
