@@ -490,7 +490,7 @@ def onednn_version() -> str:
     """The oneDNN library's version (the oracle's name)."""
     from dml_desc.runtimes import onednn
     try:
-        return onednn.version_of(onednn.load(onednn.require_library()))
+        return onednn.version_of(onednn.open_library(onednn.require_library()))
     except Exception:
         return "?"
 

@@ -76,19 +76,98 @@ def test_interpolate_backward_agrees_with_the_reference_of_the_kernel_it_ran():
 
 @needs_onednn
 def test_avx512_kernel_rounds_some_exact_ties_down_and_the_other_kernels_do_not():
-    """NXC 28 -> 2 with dy = 1: the jit:avx512_core backward sends output 1 to input 20, not 21 (x = 20.5)."""
+    """NXC 28 -> 2 with dy = 1: the jit:avx512_core backward sends output 1 to input 20, not 21 (x = 20.5).
+    Run twice, as this CPU allows and with ONEDNN_MAX_CPU_ISA=AVX2, so every CPU asserts the non-jit rounding
+    against oneDNN's own forward transposed, and an AVX-512 CPU the jit kernel's departure too."""
     nxc = onednn.to_canonical(_doc([28], [2], 1, "NXC", "nearest"))
     ncx = onednn.to_canonical(_doc([28], [2], 3, "NCX", "nearest"))
-    got_nxc, r_nxc, _ = runtime.interpolate_backward(nxc, np.ones(nxc.out_shape), api="primitive")
-    got_ncx, r_ncx, _ = runtime.interpolate_backward(ncx, np.ones(ncx.out_shape), api="primitive")
+    jobs = [runtime.interpolate_job(onednn.from_canonical(r, data_format=f)[0]["graph"][0], np.ones(r.out_shape),
+                                    "primitive") for r, f in ((nxc, "NXC"), (ncx, "NCX"))]
+    r_nxc, r_ncx = runtime.run_jobs(jobs)
+    (r_avx2,) = runtime.run_jobs(jobs[:1], max_isa="AVX2")
+    forward = runtime.axis_matrix(runtime.run_one(runtime.axis_forward_job("nearest", "NXC", 3, 0, 28, 2)))
+    assert np.flatnonzero(forward.T @ np.ones(2)).tolist() == [7, 21]          # oneDNN's forward rounds the tie up
     assert np.flatnonzero(resize_grad(np.ones(nxc.out_shape), nxc).ravel()).tolist() == [7, 21]
     assert onednn.departures(nxc, JIT) == {1: [20, 21]}
+    assert r_avx2["kernel"] != JIT and onednn.departures(nxc, r_avx2["kernel"]) == {}
+    assert np.flatnonzero(r_avx2["out"].ravel()).tolist() == [7, 21]
     if r_nxc["kernel"] == JIT:
-        assert np.flatnonzero(got_nxc.ravel()).tolist() == [7, 20]
-    else:                     # any other kernel rounds the tie as the map says (issue 21: assert on every CPU)
-        assert np.flatnonzero(got_nxc.ravel()).tolist() == [7, 21] and onednn.departures(nxc, r_nxc["kernel"]) == {}
+        assert np.flatnonzero(r_nxc["out"].ravel()).tolist() == [7, 20]
+    else:
+        assert np.array_equal(r_nxc["out"], r_avx2["out"])
     assert r_ncx["kernel"] == "simple:any" and onednn.departures(ncx, "simple:any") == {}
-    assert np.flatnonzero(got_ncx[0, 0]).tolist() == [7, 21]
+    assert np.flatnonzero(r_ncx["out"][0, 0]).tolist() == [7, 21]
+
+
+@needs_onednn
+def test_the_per_axis_forward_oracle_is_the_whole_forward_transposed():
+    """The suite's oracle (J per spatial axis from oneDNN's forward on basis inputs) equals the J of the whole
+    tensor (conformance.adjoint's identity batch): exactly for nearest, to float32 products for linear."""
+    from conformance.adjoint import draw_onednn, onednn_matrix
+    from conformance.onednn_suite import forward_transposed
+    rng = np.random.default_rng(5)
+    docs = [draw_onednn(rng) for _ in range(8)]
+    assert {d["graph"][0]["attrs"]["data_format"]["value"] for d in docs} == {"NCX", "NXC"}
+    assert {d["graph"][0]["attrs"]["mode"]["value"] for d in docs} == {"nearest", "linear"}
+    jobs, axes = [], []
+    for doc in docs:
+        op = doc["graph"][0]
+        fmt, mode = op["attrs"]["data_format"]["value"], op["attrs"]["mode"]["value"]
+        src, dst = op["inputs"][0]["shape"], op["inputs"][1]["shape"]
+        first = 2 if fmt == "NCX" else 1
+        axes.append([first + k for k in range(len(src) - 2)])
+        jobs += [runtime.axis_forward_job(mode, fmt, len(src), k, src[first + k], dst[first + k])
+                 for k in range(len(src) - 2)]
+    results = iter(runtime.run_jobs(jobs))
+    for doc, array_axes in zip(docs, axes):
+        op = doc["graph"][0]
+        matrices = {a: runtime.axis_matrix(next(results)) for a in array_axes}
+        dy = np.random.default_rng(1).integers(-8, 9, op["inputs"][1]["shape"]).astype(np.float64)
+        whole = (onednn_matrix(doc).T @ dy.ravel()).reshape(op["inputs"][0]["shape"])
+        if op["attrs"]["mode"]["value"] == "nearest":
+            assert np.array_equal(forward_transposed(dy, matrices), whole)
+        else:
+            np.testing.assert_allclose(forward_transposed(dy, matrices), whole, rtol=0, atol=1e-5)
+
+
+@needs_onednn
+def test_a_listed_discrepancy_is_no_pass_and_a_change_in_the_table_fails(monkeypatch):
+    """Issue 21: where oneDNN's backward is not its forward transposed, the check is a skip naming the listed
+    reason; unlisted it fails; a listed case that agrees fails."""
+    from conformance import onednn_suite as suite
+    from conformance.suite import run_check
+
+    def verdicts():
+        checks = suite.departure_checks(suite._Batch())
+        return {(c.case, c.backend): run_check(c) for c in checks if c.case.startswith("departure:28->2")}
+    before = verdicts()
+    tie, simple = ("departure:28->2:nearest:NXC:c1", suite.PRIMITIVE), ("departure:28->2:nearest:NCX:c3",
+                                                                        suite.PRIMITIVE)
+    assert all(r.oracle == suite.ORACLE for r in before.values())
+    assert before[simple].status == "pass" and before[("departure:28->2:nearest:NCX:c3", "numpy-reference")].status \
+        == "pass"
+    if f"kernel {JIT} " in before[tie].reason:
+        assert before[tie].status == "skip" and "not its forward transposed" in before[tie].reason
+        assert before[tie].reason.startswith("documented as unsupported")
+    else:                                               # a CPU without the jit kernel: the transpose, a pass
+        assert before[tie].status == "pass"
+    monkeypatch.delitem(suite.KNOWN_DISCREPANCIES, tie)
+    monkeypatch.setitem(suite.KNOWN_DISCREPANCIES, simple, ("simple:any", "a reason"))
+    after = verdicts()
+    assert after[tie].status == ("fail" if before[tie].status == "skip" else "pass")
+    assert after[simple].status == "fail" and "remove the entry" in after[simple].reason
+
+
+def test_every_bound_signature_is_called():
+    """No dead ctypes declarations: each function in SIGNATURES is called by name in the runtime's modules."""
+    from pathlib import Path
+    from dml_desc.runtimes.onednn import bindings
+    folder = Path(bindings.__file__).parent
+    source = "".join(p.read_text() for p in folder.glob("*.py") if p.name != "bindings.py")
+    source += bindings.__loader__.get_source(bindings.__name__).split("class Failed")[1]    # after the table
+    uncalled = [n for n in bindings.SIGNATURES if f'"{n}"' not in source and f"lib.{n}(" not in source]
+    assert uncalled == []
+    assert len(bindings.SIGNATURES) == 37
 
 
 @needs_onednn
@@ -224,8 +303,8 @@ def test_refused_conventions_and_a_missing_library_say_why(monkeypatch):
     with pytest.raises(DescError, match="is not a file"):
         runtime.run_jobs([])
     monkeypatch.delenv(runtime.LIB_ENV)
-    monkeypatch.setattr(runtime, "_wheel_files", lambda: [])
-    monkeypatch.setattr(runtime, "_prefixes", lambda: [])
+    monkeypatch.setattr(runtime.library, "_wheel_files", lambda: [])
+    monkeypatch.setattr(runtime.library, "_prefixes", lambda: [])
     assert "pip install 'dml-desc[onednn]'" in runtime.missing_reason()
     with pytest.raises(DescError, match=r"dml-desc\[onednn\]"):
         runtime.run_jobs([runtime.accepts_job(deconv.to_onednn(CASES[0][1]))])
