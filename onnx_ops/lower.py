@@ -28,6 +28,7 @@ from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
 from .dynamic import DynamicPlan, emit_dynamic
 from .calibrate import choices as calibrated_choices, signature as calibration_signature
 from .generic_forms import emit_generic_node, generic_form
+from . import kron_pairs_form
 from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_pool, emit_resize, find_resize,
                     conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, pool_form, resize_cost,
                     symbolic_dim)
@@ -578,6 +579,8 @@ def _emit(node, res, elem: int, prefix: str, opset: int = 19):
 def _contract(em: Emitter, cur: str, res):
     """dX from dY in the form the cost model (onnx_ops.forms) estimates fastest among those the taps prove:
     the band / dense / gather plan, kron, AveragePool, the one-node Conv forms, or a Resize (README "Lowering")."""
+    if kron_pairs_form.applies(res, em.opset, np.dtype(em.acc).itemsize):    # nearest x2: measured fastest
+        return kron_pairs_form.emit(em, cur, res)
     kron = kron_form(res)
     plans, cost = plan_axes(res, np.dtype(em.acc).itemsize)    # band / dense MatMuls or gathers, by cost
     blocks = block_factors(res)
