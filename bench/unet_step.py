@@ -8,8 +8,8 @@ upsamples with bilinear x2 and nearest x2 (`F.interpolate(scale_factor=2)`) and 
 are: dynamic batch, height and width (so the lowered gradients take the dynamic path's forms).
 
 The share of the lowered nodes comes from a second, profiled Module (onnxruntime's profiler, one event per
-kernel): the kernel time of the nodes `lower` named `<ResizeGrad>/lowered/...`, per step and as a share of
-all kernel time. Profiling slows a step, so the timed Module runs without it.
+kernel, in wall time): the kernel time of the nodes `lower` named `<ResizeGrad>/lowered/...`, per step and as
+a share of all kernel time. Profiling slows a step, so the timed Module runs without it.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import gc
 import glob
 import json
 import os
+import re
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ import numpy as np
 
 SGD_LR = 0.01
 CLASSES = 3
-LOWERED_TAG = "/lowered/"         # onnx_ops.lower names every node it emits <ResizeGrad name>/lowered/<op>_<i>
+LOWERED_TAG = "/lowered/"   # onnx_ops.lower names the nodes it emits <ResizeGrad name>/lowered/<op>_<i> (and the
+                            # MaxPoolGrad repair <MaxPoolGrad name>/lowered/...: not counted)
 
 
 def missing_reason() -> str:
@@ -157,9 +159,9 @@ def torch_call(net, case: UNetCase, threads: int):
     return step
 
 
-def lowered_share(folder: str, case: UNetCase, threads: int, steps: int) -> tuple[float, float]:
-    """(kernel seconds per step of the lowered ResizeGrad nodes, their share of all kernel time) over `steps`
-    profiled steps after one warm-up, from onnxruntime's profile of the training session."""
+def lowered_share(folder: str, case: UNetCase, threads: int, steps: int, resize_grads: list) -> tuple[float, float]:
+    """(kernel seconds per step of the nodes lowered from the ResizeGrad nodes named `resize_grads`, their share
+    of all kernel time) over `steps` profiled steps and one warm-up, from onnxruntime's profile."""
     with tempfile.TemporaryDirectory() as tmp:
         prefix = os.path.join(tmp, "unet_profile")
         step, alive = ort_call(folder, case, threads, prefix)
@@ -170,9 +172,16 @@ def lowered_share(folder: str, case: UNetCase, threads: int, steps: int) -> tupl
         events = [e for path in glob.glob(prefix + "*.json") for e in _read_events(path)]
     kernels = [e for e in events if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time")]
     total = sum(e["dur"] for e in kernels)
-    lowered = sum(e["dur"] for e in kernels if LOWERED_TAG in e["name"])
+    lowered = sum(e["dur"] for e in kernels if _from_resize_grad(e["name"], set(resize_grads)))
     # the warm-up step's events are in the profile too: scale to one step by the count of profiled steps
     return lowered * 1e-6 / (steps + 1), (lowered / total if total else float("nan"))
+
+
+def _from_resize_grad(kernel: str, names: set) -> bool:
+    """True for a kernel event of a node lowered from one of the ResizeGrad nodes `names` (an unnamed one is
+    ResizeGrad_<k> in the lowered graph)."""
+    head, tag, _ = kernel.partition(LOWERED_TAG)
+    return bool(tag) and (head in names or ("" in names and re.fullmatch(r"ResizeGrad_\d+", head) is not None))
 
 
 def _read_events(path: str) -> list:
@@ -190,7 +199,8 @@ def bench_unet(case: UNetCase, threads: int, rounds: int, best_times) -> dict:
         ort_fn, alive = ort_call(folder, case, threads)
         times = best_times({"ort": ort_fn, "torch": torch_call(net, case, threads)}, rounds, 1)
         del ort_fn, alive
-        lowered, share = lowered_share(folder, case, threads, steps=max(1, rounds))
+        names = [r.node for r in report.rewrites]
+        lowered, share = lowered_share(folder, case, threads, max(1, rounds), names)
     forms = "; ".join(f"{r.mode}: {', '.join(dict.fromkeys(r.forms))}" for r in report.rewrites)
     return {"case": case.describe(), "ort": times["ort"], "torch": times["torch"], "lowered": lowered,
             "share": share, "forms": forms, "rewrites": len(report.rewrites)}
