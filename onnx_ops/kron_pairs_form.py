@@ -9,7 +9,7 @@ Two passes, each a kernel onnxruntime runs at memory speed:
    opset 19, where AveragePool is a generic loop, a Split of each pair and one Add per axis.
 The sums are exact up to float32 rounding: the matrix and the pool's division scale by powers of two. Like every
 MatMul form, a non-finite dY entry turns the other outputs of its MatMul row into NaN (0 * inf); the pairs pass
-does not spread them. The registry shape: `name`, `applies(res, opset, itemsize)`, `cost(res, opset, itemsize)`,
+does not spread them. The registry shape: `NAME`, `applies(res, opset, itemsize)`, `cost(res, opset, itemsize)`,
 `emit(em, src, res) -> (dX, per-axis form names)`.
 """
 from __future__ import annotations
