@@ -1,6 +1,7 @@
 """ResizeGrad speed on the shapes real models use: the lowered graph on onnxruntime CPU vs torch vs NumPy.
 
 Run: python bench/resize_grad_bench.py [--quick] [--threads N] [--rounds R] [--no-numpy] [--no-memory] [-k TEXT]
+                                      [--unet | --no-unet]
 Prints one row per case of the matrix (issue 11), side by side in one run:
   lowered   the lowered ResizeGrad on onnxruntime CPU, and the form the lowering picked
   torch     torch's backward (F.interpolate under autograd, NCX, float32 even for the float16 case)
@@ -13,13 +14,13 @@ Prints one row per case of the matrix (issue 11), side by side in one run:
 Optional peers (PEERS) add a column each where they are installed, e.g. the dynamic-shape path or oneDNN.
 The peers run interleaved, round after round, so a slow spell of a shared machine hits them all;
 each time is the best over all rounds. The summary line covers the issue's matrix (CASES); FIELD cases
-follow it in the table.
+follow it in the table. The header names the CPU model. Last, one training step of a small U-Net, ORT training
+against torch, with the lowered ResizeGrad nodes' share of it (bench/unet_step.py): in the full run, or --unet.
 """
 from __future__ import annotations
 
 import argparse
 import math
-import multiprocessing
 import os
 import platform
 import time
@@ -40,6 +41,9 @@ from dml_desc.errors import TORCH_INSTALL
 from onnx_ops import build_resize_grad, lower
 from onnx_ops.calibrate import cpu_model
 from onnx_ops.run import session
+
+import unet_step
+from peak_memory import peak_extra_memory
 
 
 @dataclass(frozen=True)
@@ -266,36 +270,6 @@ def _torch_call(case: Case, dy, threads):
     return lambda: torch.autograd.grad(y, x, g, retain_graph=True)
 
 
-def _memory_child(model_bytes, feeds, threads, queue):
-    sess = session(model_bytes, threads=threads)
-    status = "/proc/self/status"
-
-    def kib(key):
-        with open(status) as f:
-            return next(int(line.split()[1]) for line in f if line.startswith(key))
-    with open("/proc/self/clear_refs", "w") as f:     # reset VmHWM to the current resident set
-        f.write("5")
-    before = kib("VmRSS:")
-    sess.run(None, feeds)
-    queue.put((kib("VmHWM:") - before) * 1024)
-
-
-def peak_extra_memory(model, feeds, threads) -> float:
-    """Bytes: peak resident set during the first run minus the resident set before it (fresh child)."""
-    if not os.path.exists("/proc/self/clear_refs"):
-        return float("nan")
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    p = ctx.Process(target=_memory_child, args=(model.SerializeToString(), feeds, threads, queue))
-    p.start()
-    try:
-        return float(queue.get(timeout=300))
-    except Exception:
-        return float("nan")
-    finally:
-        p.join()
-
-
 def _versions() -> str:
     import onnxruntime
     try:
@@ -345,6 +319,8 @@ def main(argv=None):
     p.add_argument("-k", default="", help="only cases whose name contains this text")
     p.add_argument("--cpu-time", action="store_true",
                    help="one thread, CPU time of the calling thread: a proxy for comparing forms on a loaded machine")
+    p.add_argument("--unet", action=argparse.BooleanOptionalAction, default=None,
+                   help="time one U-Net training step, ORT training vs torch (default: only in the full run)")
     args = p.parse_args(argv)
     global CLOCK
     CLOCK = time.thread_time if args.cpu_time else time.perf_counter
@@ -378,7 +354,21 @@ def main(argv=None):
         print("dynamic forms: " + "; ".join(f"{c}: {f}" for c, f in DYNAMIC_FORMS.items()))
     if ONEDNN_KERNELS:
         print("oneDNN kernels: " + "; ".join(f"{c} {lay}: {k}" for (c, lay), k in ONEDNN_KERNELS.items()))
+    if args.unet or (args.unet is None and not args.quick and not args.k):
+        rows.append(unet_row(args))
     return rows
+
+
+def unet_row(args) -> dict:
+    """Print and return the U-Net training step's row (bench/unet_step.py); a note where it cannot run."""
+    reason = unet_step.missing_reason()
+    if reason:
+        print(f"U-Net training step: skipped, {reason}")
+        return {"case": "U-Net", "skipped": reason}
+    case = unet_step.UNetCase(2, 32, 32, 4) if args.quick else unet_step.UNetCase()
+    row = unet_step.bench_unet(case, args.threads, args.rounds, best_times)
+    print(unet_step.format_unet(row), flush=True)
+    return row
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from .dynamic import DynamicPlan, emit_dynamic
 from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_pool, emit_resize, find_resize,
                     conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, pool_form, resize_cost)
 from .generic_forms import emit_generic_node, generic_form
+from . import kron_pairs_form
 from .graph_walk import fresh_prefix
 from .model import LOWERING_OPSET
 from .planning import NP_OF, DynamicRead
@@ -162,6 +163,8 @@ def name_after(nodes: list, base: str) -> None:
 def _contract(em: Emitter, cur: str, res):
     """dX from dY in the form the cost model (onnx_ops.forms) estimates fastest among those the taps prove:
     the band / dense / gather plan, kron, AveragePool, the one-node Conv forms, or a Resize (README "Lowering")."""
+    if kron_pairs_form.applies(res, em.opset, np.dtype(em.acc).itemsize):    # nearest x2: measured fastest
+        return kron_pairs_form.emit(em, cur, res)
     kron = kron_form(res)
     plans, cost = plan_axes(res, np.dtype(em.acc).itemsize)    # band / dense MatMuls or gathers, by cost
     blocks = block_factors(res)

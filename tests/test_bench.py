@@ -4,6 +4,8 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import resize_grad_bench  # noqa: E402
@@ -30,3 +32,54 @@ def test_the_matrix_holds_the_issues_twelve_cases():
     for case in resize_grad_bench.CASES:           # every case lowers (no ResizeGrad left) at its own opset
         _, _, lowered, report = resize_grad_bench.build(case)
         assert report[0].forms and not any(n.op_type == "ResizeGrad" for n in lowered.graph.node)
+
+
+def test_unet_step_prints_ort_and_torch_step_times_and_the_lowered_share(capsys):
+    """The U-Net row: one training step on ORT training (ResizeGrad lowered) and in torch, their ratio and the
+    lowered nodes' kernel time from onnxruntime's profiler; no table rows when -k matches no case."""
+    import unet_step
+    reason = unet_step.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    rows = resize_grad_bench.main(["--quick", "--rounds", "1", "--no-numpy", "--no-memory", "--threads", "1",
+                                   "-k", "no such case", "--unet"])
+    (row,) = rows
+    assert row["case"] == "U-Net c=4, x 2x3x32x32" and row["rewrites"] == 2
+    assert 0 < row["ort"] < 1 and 0 < row["torch"] < 1
+    assert 0 < row["lowered"] < 1 and 0 < row["share"] < 1       # profiled wall time: not compared with "ort"
+    assert row["forms"].startswith("nearest: generic") and "linear: generic" in row["forms"]
+    out = capsys.readouterr().out
+    line = next(s for s in out.splitlines() if s.startswith("U-Net training step"))
+    assert f"ORT/torch {row['ort'] / row['torch']:.2f}" in line and "% of ORT's kernel time" in line
+    assert line.endswith(f"(2 ResizeGrad: {row['forms']})")
+    assert out.startswith("machine: ") and "cores" in out.splitlines()[0]
+
+
+def test_unet_step_is_skipped_with_its_reason_where_a_peer_is_missing(capsys, monkeypatch):
+    import unet_step
+    monkeypatch.setattr(unet_step, "missing_reason", lambda: "onnxruntime.training is not installed (x)")
+    rows = resize_grad_bench.main(["--quick", "--rounds", "1", "--no-numpy", "--no-memory", "--threads", "1",
+                                   "-k", "no such case", "--unet"])
+    assert rows == [{"case": "U-Net", "skipped": "onnxruntime.training is not installed (x)"}]
+    assert "U-Net training step: skipped, onnxruntime.training is not installed (x)" in capsys.readouterr().out
+
+
+def test_quick_and_filtered_runs_leave_the_unet_out_unless_asked(monkeypatch):
+    calls = []
+    monkeypatch.setattr(resize_grad_bench, "unet_row", lambda args: calls.append(args) or {"case": "U-Net"})
+    resize_grad_bench.main(["--quick", "--rounds", "1", "--no-numpy", "--no-memory", "--threads", "1", "-k", "zz"])
+    resize_grad_bench.main(["--rounds", "1", "--no-numpy", "--no-memory", "--threads", "1", "-k", "zz"])
+    assert calls == []
+    resize_grad_bench.main(["--rounds", "1", "--no-numpy", "--no-memory", "--threads", "1", "-k", "zz", "--unet"])
+    assert len(calls) == 1
+
+
+def test_the_share_counts_the_kernels_lowered_from_resize_grad_only():
+    import unet_step
+    names = {"/Resize_1_Grad/ResizeGrad_0"}
+    assert unet_step._from_resize_grad("/Resize_1_Grad/ResizeGrad_0/lowered/MatMul_3_kernel_time", names)
+    assert not unet_step._from_resize_grad("/MaxPool_Grad/MaxPoolGrad_0/lowered/ScatterElements_7_kernel_time",
+                                           names)           # training_repair's MaxPoolGrad rewrite: not a ResizeGrad
+    assert not unet_step._from_resize_grad("/Resize_1_Grad/ResizeGrad_0_kernel_time", names)
+    assert unet_step._from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", {""})       # an unnamed node
+    assert not unet_step._from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", names)

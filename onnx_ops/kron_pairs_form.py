@@ -1,0 +1,105 @@
+"""The kron-pairs form of nearest x2 gradients (2 x ... x 2 block sums), static shapes: measured faster than the
+pool and band forms on onnxruntime CPU (docs/benchmarks.md, "Static nearest 2x").
+
+Two passes, each a kernel onnxruntime runs at memory speed:
+1. the last axis: dY flattened into rows of 2k values times kron(I_k, [1, 1]^T) (one MatMul; 32 -> 16 where the
+   size allows). Every row of dY has an even length, so the pairs never straddle a row, whatever the width.
+2. every other resized axis (pairs of consecutive entries): at opsets up to 18 one AveragePool with windows of 2
+   on those axes and 1 on the last (MLAS pooling; the MatMul's matrix holds 2^(d-1) so the mean is the sum); from
+   opset 19, where AveragePool is a generic loop, a Split of each pair and one Add per axis.
+The sums are exact up to float32 rounding: the matrix and the pool's division scale by powers of two. Like every
+MatMul form, a non-finite dY entry turns the other outputs of its MatMul row into NaN (0 * inf); the pairs pass
+does not spread them. The registry shape: `NAME`, `applies(res, opset, itemsize)`, `cost(res, opset, itemsize)`,
+`emit(em, src, res) -> (dX, per-axis form names)`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from onnx import helper
+
+from dml_desc.canonical import Resampling
+
+from .forms import NS_PER_BYTE, NS_PER_NODE, Emitter, block_factors, is_symbolic, pool_form
+
+NAME = "kron-pairs"
+COLUMNS = (16, 8, 4, 2)      # dY values per MatMul row / 2: first dividing; 2 always does (even resized dims)
+MIN_VALUES = 1 << 16         # dY values: measured faster than the band, kron and deconv forms from 118k (2x8x50x37)
+POOL_BEATEN_AT = 1 << 21     # dY values: faster than the pool form from 4x32x64^2 (2.1M), slower at 1M (8x32x32^2)
+
+
+def _known(n) -> int:
+    return 1 if is_symbolic(n) else int(n)
+
+
+def columns(res: Resampling) -> int:
+    """Outputs per MatMul row: the first of COLUMNS dividing half the size of dY (symbolic dims as 1); 0 if none."""
+    half = math.prod(_known(n) for n in res.out_shape) // 2
+    return next((k for k in COLUMNS if half % k == 0), 0)
+
+
+def pooled(res: Resampling, opset: int) -> bool:
+    """True where the pairs pass is one AveragePool: where the pool form applies (opset <= 18, windows of 2 on
+    the last 2 or 3 axes)."""
+    return pool_form(res, block_factors(res), opset) is not None
+
+
+def applies(res: Resampling, opset: int, itemsize: int) -> bool:
+    """Nearest x2 block sums (weight 1) on the last axis and at least one other, float32, where it measured
+    fastest (one thread, docs/benchmarks.md): from MIN_VALUES dY values; where the pool form applies (opsets
+    <= 18), only on 2 axes and from POOL_BEATEN_AT values (the pool form is faster below, and on 3 axes)."""
+    if itemsize != 4:
+        return False
+    blocks = block_factors(res)
+    last = len(res.axes) - 1
+    if not blocks or last not in blocks or len(blocks) < 2 or any(b != (2, 1.0) for b in blocks.values()):
+        return False
+    if any(is_symbolic(n) for n in res.out_shape[min(blocks):]):     # the views multiply the dims after it
+        return False
+    values = math.prod(_known(n) for n in res.out_shape)
+    if pooled(res, opset) and (len(blocks) != 2 or values < POOL_BEATEN_AT):
+        return False
+    return values >= MIN_VALUES and columns(res) > 0
+
+
+def cost(res: Resampling, opset: int, itemsize: int = 4) -> float:
+    """Estimated ns: the MatMul reads dY and writes half of it; the pairs pass reads that and writes dX (the
+    Split form copies the half once more). Measured: 5.2 ms for X 6x40x96^2, one thread (docs/benchmarks.md)."""
+    dy, dx = math.prod(res.out_shape), math.prod(res.in_shape)
+    moved = dy + dy / 2 + dy / 2 + dx
+    if not pooled(res, opset):
+        moved += dy
+    return moved * itemsize * NS_PER_BYTE * 1.4 + 2 * NS_PER_NODE
+
+
+def emit(em: Emitter, src: str, res: Resampling) -> tuple[str, tuple]:
+    """dX from dY (`src`): the column-pair MatMul, then the other axes' pairs (AveragePool or Split + Add)."""
+    axes = [a for a in res.resized_axes if a != len(res.axes) - 1]
+    k, pool = columns(res), pooled(res, em.opset)
+    matrix = np.kron(np.eye(k), np.ones((2, 1))) * (2.0 ** len(axes) if pool else 1.0)
+    rows = em.reshape(src, [-1, 2 * k])
+    cur = em.node("MatMul", [rows, em.const(matrix, "pairs")], "kron")
+    shape = list(res.out_shape[:-1]) + [res.in_shape[-1]]
+    if pool:
+        lead = len(res.axes) - len(res.resized_axes)
+        viewed = em.reshape(cur, [-1, 1] + shape[lead:])
+        window = [2] * len(axes) + [1]
+        cur = em.node("AveragePool", [viewed], "pairs", kernel_shape=window, strides=window)
+        names = ("kron-pairs avgpool",) * len(axes)
+    else:
+        for a in sorted(axes, reverse=True):
+            cur, shape = _add_pairs(em, cur, shape, a)
+        names = ("kron-pairs add",) * len(axes)
+    return em.reshape(cur, list(res.in_shape)) if pool else cur, names + (f"kron-pairs matmul {2 * k}->{k}",)
+
+
+def _add_pairs(em: Emitter, src: str, shape: list, axis: int) -> tuple[str, list]:
+    """Sum the pairs of consecutive entries along `axis`: view (rows, 2, inner), Split, then Add the halves, each
+    viewed at the result's shape (so the Add writes it: no copy when it is dX)."""
+    viewed = em.reshape(src, [-1, 2, math.prod(shape[axis + 1:])])
+    first, second = em.name("half"), em.name("half")
+    counted = {"num_outputs": 2} if em.opset >= 18 else {}     # Split-18 wants the count or the sizes
+    em.nodes.append(helper.make_node("Split", [viewed], [first, second], axis=1, **counted))
+    halved = shape[:axis] + [shape[axis] // 2] + shape[axis + 1:]
+    return em.node("Add", [em.reshape(first, halved), em.reshape(second, halved)], "pairsum"), halved
