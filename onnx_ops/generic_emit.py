@@ -1,5 +1,6 @@
 """Emission of the shape-generic forms (onnx_ops.generic_forms): one graph for every length, per spelling
-("resize", "pool", "conv", "sepconv", "block"), then a check of dY's shape."""
+("resize", "pool", "conv", "sepconv", "block"), then a check of dY's shape; and their edges: dY padded (zeros,
+edge, mirrored), run-time dims read from a Shape, the fold of virtual rows beyond an edge onto the edge rows."""
 from __future__ import annotations
 
 import math
@@ -10,7 +11,6 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from .forms import POOL_WINDOW, Emitter
-from .generic_edges import axis_dims, fold_edges, padded
 
 if TYPE_CHECKING:
     from .generic_forms import GenericForm
@@ -42,7 +42,7 @@ def _emit_block(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     sx = em.node("Shape", [x], "xshape")
     parts, sum_axes = [], []
     for a in range(form.rank):
-        parts.append(axis_dims(em, sx, a, a + 1))
+        parts.append(_dims(em, sx, a, a + 1))
         if a in form.axes:
             parts.append(em.const([form.axes[a].factor], "factor", np.int64))
             sum_axes.append(len(parts) - 1)
@@ -54,7 +54,7 @@ def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """dY viewed as [-1, 1, pooled dims], AveragePool with windows of 2, times the block size, X's shape."""
     lead = form.rank - len(form.axes)
     viewed_shape = em.node("Concat", [em.const([-1, 1], "lead", np.int64),
-                                      axis_dims(em, em.node("Shape", [dy], "dyshape"), lead, form.rank)], "pool_shape",
+                                      _dims(em, em.node("Shape", [dy], "dyshape"), lead, form.rank)], "pool_shape",
                            axis=0)
     viewed = em.node("Reshape", [dy, viewed_shape], "viewed")
     window = [POOL_WINDOW] * len(form.axes)
@@ -68,7 +68,7 @@ def _emit_conv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     with the outer-product kernel, stride f per resized axis. With C symbolic the spatial axes are viewed as one
     channel ([-1, 1, spatial]) and viewed back."""
     kernel, strides = _outer_kernel(form)
-    return _convolved(em, padded(em, dy, form), dy, x, form, [(kernel, strides, [0] * (2 * len(strides)))])
+    return _convolved(em, _padded(em, dy, form), dy, x, form, [(kernel, strides, [])])
 
 
 def _emit_sepconv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
@@ -86,10 +86,11 @@ def _emit_sepconv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
         kernel = np.asarray(f.kernel).reshape([len(f.kernel) if b == a else 1 for b in spatial])
         convs.append((kernel, [f.factor if b == a else 1 for b in spatial], pads))
     mirrored = replace(form, axes={a: f for a, f in form.axes.items() if f.symmetric})
-    return _convolved(em, padded(em, dy, mirrored), dy, x, form, convs)
+    return _convolved(em, _padded(em, dy, mirrored), dy, x, form, convs)
 
 
 def _outer_kernel(form: GenericForm) -> tuple:
+    """(the outer product of the axes' kernels over the spatial axes, the strides)."""
     kernel, strides = np.ones(()), []
     for a in range(2, form.rank):
         f = form.axes.get(a)
@@ -98,33 +99,100 @@ def _outer_kernel(form: GenericForm) -> tuple:
     return kernel, strides
 
 
-def _convolved(em: Emitter, src: str, dy: str, x: str, form: GenericForm, convs: list, checked=False) -> str:
-    """The Convs (kernel, strides, pads) in turn on src, depthwise (C static) or on one channel; the folds.
-    `checked`: the first Conv's weights pass dY's shape check (shape_checked)."""
+def _convolved(em: Emitter, src: str, dy: str, x: str, form: GenericForm, convs: list) -> str:
+    """The Convs (kernel, strides, pads) in turn on src, depthwise (C static) or on one channel; the folds."""
     rank, channels = form.rank, form.channels
     groups = channels if isinstance(channels, int) else 1
     if groups == 1 and channels != 1:         # C symbolic: one channel, N*C as the batch
         view = em.node("Concat", [em.const([-1, 1], "lead", np.int64),
-                                  axis_dims(em, em.node("Shape", [src], "padshape"), 2, rank)], "one_channel", axis=0)
+                                  _dims(em, em.node("Shape", [src], "padshape"), 2, rank)], "one_channel", axis=0)
         src = em.node("Reshape", [src, view], "viewed")
     out = src
-    for k, (kernel, strides, pads) in enumerate(convs):
+    for kernel, strides, pads in convs:
         weights = np.broadcast_to(kernel, (groups, 1) + kernel.shape).astype(em.acc)
-        w = em.const(weights, "generic_kernel")
-        out = em.node("Conv", [out, w], "conv", kernel_shape=list(kernel.shape), strides=strides, group=groups,
-                      pads=pads)
+        out = em.node("Conv", [out, em.const(weights, "generic_kernel")], "conv", kernel_shape=list(kernel.shape),
+                      strides=strides, group=groups, **({"pads": pads} if any(pads) else {}))
     if groups == 1 and channels != 1:       # back to [N, C, conv's spatial dims] (longer than X's where folded)
-        back = em.node("Concat", [axis_dims(em, em.node("Shape", [dy], "dyshape"), 0, 2),
-                                  axis_dims(em, em.node("Shape", [out], "convshape"), 2, rank)], "unview", axis=0)
+        back = em.node("Concat", [_dims(em, em.node("Shape", [dy], "dyshape"), 0, 2),
+                                  _dims(em, em.node("Shape", [out], "convshape"), 2, rank)], "unview", axis=0)
         out = em.node("Reshape", [out, back], "unviewed")
     for a, f in sorted(form.axes.items()):
         if f.fold:
-            out = fold_edges(em, out, x, a, f.fold, rank)
+            out = _fold(em, out, x, a, f.fold, rank)
     return out
 
 
-def shape_checked(em: Emitter, src: str, shape: str, dy: str, x: str, form: GenericForm) -> str:
-    """`src` reshaped to `shape` when dY's shape is X's times the factors, else to an invalid shape: a dY of
+# ---- edges ----------------------------------------------------------------------------------------------
+
+def _dims(em: Emitter, shape: str, start: int, end: int) -> str:
+    return em.node("Slice", [shape, em.const([start], "start", np.int64), em.const([end], "end", np.int64)], "dims")
+
+
+def _fold(em: Emitter, z: str, x: str, axis: int, q: int, rank: int) -> str:
+    """z (length n + 2q along `axis`: q virtual rows beyond each edge) folded to length n: the virtual rows are
+    added onto rows 0 and n - 1 (each placed by a Pad of n - 1 read from X's shape: right for every n >= 1)."""
+    big = np.iinfo(np.int64).max
+
+    def part(start, end):
+        return em.node("Slice", [z, em.const([start], "start", np.int64), em.const([end], "end", np.int64),
+                                 em.const([axis], "axis", np.int64)], "part")
+
+    def summed(start, end):
+        p = part(start, end)
+        return p if q == 1 else em.reduce_sum(p, [axis], keepdims=1)
+
+    n1 = em.node("Sub", [_dims(em, em.node("Shape", [x], "xshape"), axis, axis + 1), em.const([1], "one", np.int64)],
+                 "n_minus_1")
+
+    def placed(edge, last_row):      # edge (length 1) padded by n - 1 after it (row 0) or before it (row n - 1)
+        before, after = (axis, 2 * rank - axis - 1) if last_row else (rank + axis, rank - axis - 1)
+        pads = em.node("Concat", [em.const([0] * before, "zeros", np.int64), n1,
+                                  em.const([0] * after, "zeros", np.int64)], "fold_pads", axis=0)
+        return em.node("Pad", [edge, pads], "edge_row")
+    out = em.node("Add", [part(q, -q), placed(summed(0, q), last_row=False)], "folded")
+    return em.node("Add", [out, placed(summed(-q, big), last_row=True)], "folded")
+
+
+def _padded(em: Emitter, src: str, form: GenericForm) -> str:
+    """dY padded per AxisForm: zeros, edge (symmetric by 1) in one Pad each, wider symmetric pads mirrored."""
+    rank = form.rank
+    by_mode = {"constant": [0] * (2 * rank), "edge": [0] * (2 * rank)}
+    mirrored = []
+    for a, f in sorted(form.axes.items()):
+        if f.symmetric and max(f.pad_begin, f.pad_end) > 1:
+            mirrored.append((a, f))
+            continue
+        pads = by_mode["edge" if f.symmetric else "constant"]
+        pads[a], pads[rank + a] = f.pad_begin + f.factor * f.fold, f.pad_end + f.factor * f.fold
+    for mode, pads in by_mode.items():
+        if any(pads):
+            if em.opset >= 11:
+                src = em.node("Pad", [src, em.const(pads, "pads", np.int64)], "padded", mode=mode)
+            else:
+                src = em.node("Pad", [src], "padded", pads=pads, mode=mode)
+    for a, f in mirrored:
+        src = _mirror(em, src, a, f.pad_begin, f.pad_end)
+    return src
+
+
+def _mirror(em: Emitter, src: str, axis: int, before: int, after: int) -> str:
+    """src with its first `before` entries along `axis` mirrored in front and its last `after` behind."""
+    big = np.iinfo(np.int64).max
+    parts = [src]
+    if before:     # src[before-1], ..., src[0]
+        parts.insert(0, _reversed(em, src, axis, before - 1, -big))
+    if after:      # src[-1], ..., src[-after]
+        parts.append(_reversed(em, src, axis, -1, -after - 1))
+    return em.node("Concat", parts, "mirrored", axis=axis)
+
+
+def _reversed(em: Emitter, src: str, axis: int, start: int, end: int) -> str:
+    return em.node("Slice", [src, em.const([start], "start", np.int64), em.const([end], "end", np.int64),
+                             em.const([axis], "axis", np.int64), em.const([-1], "step", np.int64)], "mirror")
+
+
+def _shape_checked(em: Emitter, dx: str, dy: str, x: str, form: GenericForm) -> str:
+    """dX reshaped to X's shape when dY's shape is X's times the factors, else to an invalid shape: a dY of
     another shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result."""
     factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
     sx = em.node("Shape", [x], "xshape")
@@ -133,10 +201,10 @@ def shape_checked(em: Emitter, src: str, shape: str, dy: str, x: str, form: Gene
     bad = em.node("ReduceMax", [em.node("Cast", [differs], "flags", to=TensorProto.FLOAT)], "bad", keepdims=1)
     ok = em.node("Cast", [em.node("Sub", [em.const([1.0], "one", np.float32), bad], "ok")], "ok",
                  to=TensorProto.INT64)
-    # the shape when ok, else every dim -2 (Reshape refuses it; 0 would copy the input's dim)
-    shape = em.node("Sub", [em.node("Mul", [em.node("Add", [shape, em.const([2], "two", np.int64)], "shifted"), ok],
+    # X's shape when ok, else every dim -2 (Reshape refuses it; 0 would copy the input's dim)
+    shape = em.node("Sub", [em.node("Mul", [em.node("Add", [sx, em.const([2], "two", np.int64)], "shifted"), ok],
                                     "kept"), em.const([2], "two", np.int64)], "checked_shape")
-    return em.node("Reshape", [src, shape], "checked")
+    return em.node("Reshape", [dx, shape], "checked")
 
 
 def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, kind: str | None = None):
@@ -147,7 +215,7 @@ def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, ki
     if elem == TensorProto.FLOAT16:
         cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
     cur, kind = emit_generic(em, cur, node.input[1], form, kind)
-    cur = shape_checked(em, cur, em.node("Shape", [node.input[1]], "xshape"), node.input[0], node.input[1], form)
+    cur = _shape_checked(em, cur, node.input[0], node.input[1], form)
     if elem == TensorProto.FLOAT16:
         em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
     else:

@@ -33,9 +33,13 @@ Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named 
 - conv:   one Pad (zeros, edge, or mirrored Slices) + one depthwise Conv with the outer-product kernel and stride f
           (groups = C when C is static, else viewed as one channel), then the fold where the axis clamps; for
           nearest the Conv of ones (the static deconv(ones) form, C static).
+- sepconv: the separable conv, taken where the outer product has more than SEPARABLE_TAPS taps (trilinear,
+          bicubic, factors 4 and 8): one depthwise Conv per resized axis with its 1-D kernel, the first axis first;
+          zero pads in each Conv's own `pads`, edge pads in one Pad, mirrors wider than 1 replaced by the same
+          map's zero pad + fold where that is proven (`zero_padded`); the folds last, on the smallest tensor.
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
-Each ends with a check that dY's shape is X's times the factors. `dml-desc calibrate` (onnx_ops.calibrate) may
+Emission is in onnx_ops.generic_emit. Each ends with a check that dY's shape is X's times the factors. `dml-desc calibrate` (onnx_ops.calibrate) may
 replace the rule's choice among `GenericForm.kinds` and the general path by measurements, when asked.
 """
 from __future__ import annotations
@@ -45,7 +49,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
-from onnx import TensorProto, helper
 
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError
