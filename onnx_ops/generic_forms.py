@@ -39,8 +39,9 @@ Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named 
           map's zero pad + fold where that is proven (`zero_padded`); the folds last, on the smallest tensor.
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
-Emission is in onnx_ops.generic_emit. Each ends with a check that dY's shape is X's times the factors. `dml-desc calibrate` (onnx_ops.calibrate) may
-replace the rule's choice among `GenericForm.kinds` and the general path by measurements, when asked.
+Emission is in onnx_ops.generic_emit. Each ends with a check that dY's shape is X's times the factors.
+`dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among `GenericForm.kinds` and the general
+path by measurements, when asked.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ from dml_desc.weights import gradient_taps
 
 from .bridge import middle_row_kernel
 from .forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
-from .generic_emit import emit_generic, emit_generic_node  # noqa: F401  (the lowering's entry points)
+from .generic_emit import emit_generic_node  # noqa: F401  (the lowering imports it from here)
 
 GENERIC_CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric", "tf_half_pixel_for_nn")
 NEAREST_FACTORS = range(2, 9)
