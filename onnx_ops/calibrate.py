@@ -4,7 +4,7 @@ By default `lower` picks a node's form by rule and cost model, so its output dep
 ResizeGrad that takes a shape-generic form (onnx_ops.generic_forms) can instead take the fastest of its
 candidates as measured on the executing onnxruntime:
 
-- each generic spelling the node admits ("resize", "pool", "conv", "block");
+- each generic spelling the node admits ("resize", "pool", "conv", "sepconv", "block");
 - the general in-graph path ("general").
 
 `calibrate_model` times each candidate on stand-in shapes (symbolic N -> STAND_IN_BATCH, C -> STAND_IN_CHANNELS,
@@ -28,7 +28,7 @@ from dml_desc.errors import DescError, require
 
 CACHE_VERSION = 1
 STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH = 4, 32, 96
-KINDS = ("resize", "pool", "conv", "block", "general")
+KINDS = ("resize", "pool", "conv", "block", "sepconv", "general")
 
 
 def default_cache() -> str:

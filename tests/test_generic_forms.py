@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from onnx_ops import lower
-from onnx_ops.generic_forms import FAMILY, _proven_axis, _taps
+from onnx_ops.generic_forms import FAMILY, _proven_axis, _taps, zero_padded
 from onnx_ops.run import session
 
 F32, F16, F64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE
@@ -61,18 +61,20 @@ CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
     (dict(NEAREST, coordinate_transformation_mode="asymmetric"), [2, "H", "W"], [1, 2, 1], 13, "generic block-sum"),
     (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 17, "generic conv x2 (symmetric pad 1+1)"),
     (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 20, "generic Resize(linear, antialias) x1/2"),   # as static
-    (LINEAR, ["N", "C", "H", "W"], [1, 1, 4, 2], 19, "generic conv x"),
+    (LINEAR, ["N", "C", "H", "W"], [1, 1, 4, 2], 19, "generic separable conv x"),    # 8 x 4 taps: separable
     (dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), ["N", 3, "L"], [1, 1, 8], 17,
      "generic conv x8 (symmetric pad 4+4)"),
     (dict(LINEAR, coordinate_transformation_mode="half_pixel_symmetric"), [1, 2, "D", "H", "W"],
      [1, 1, 2, 2, 2], 19, "generic Resize(linear, antialias) x1/2"),
-    (LINEAR, ["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "generic conv x2"),
-    ({"mode": "cubic"}, ["N", 3, "H", "W"], [1, 1, 2, 2], 17, "generic conv x2 (zero pad 3+3, fold 2)"),
+    (LINEAR, ["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "generic separable conv x2 (symmetric pad 1+1)"),
+    ({"mode": "cubic"}, ["N", 3, "H", "W"], [1, 1, 2, 2], 17, "generic separable conv x2 (zero pad 3+3, fold 2)"),
     ({"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel", "cubic_coeff_a": -0.5},
-     ["N", "C", "H", "W"], [1, 1, 4, 2], 19, "generic conv x"),
-    ({"mode": "cubic"}, ["N", 2, "D", "H", "W"], [1, 1, 2, 2, 1], 19, "generic conv x2"),
+     ["N", "C", "H", "W"], [1, 1, 4, 2], 19, "generic separable conv x"),
+    ({"mode": "cubic"}, ["N", 2, "D", "H", "W"], [1, 1, 2, 2, 1], 19, "generic separable conv x2"),
     (dict(LINEAR, coordinate_transformation_mode="asymmetric"), ["N", 3, "H", "W"], [1, 1, 2, 4], 13,
-     "generic conv x"),
+     "generic separable conv x"),
+    (dict(LINEAR, coordinate_transformation_mode="asymmetric"), ["N", 3, "H", "W"], [1, 1, 2, 2], 13,
+     "generic conv x2 (zero pad 1+0, fold 1)"),                                     # 3 x 3 taps: one Conv
 ]
 SIZES = [(1, 1), (1, 2), (2, 3), (5, 7), (16, 9), (33, 20)]
 
@@ -95,6 +97,43 @@ def test_generic_form_is_the_reference_gradient_on_many_lengths(attrs, dims, sca
         shape = concrete(dims, k)
         dy, dx = run(lowered, shape, scales, seed=k)
         np.testing.assert_allclose(dx, reference(attrs, shape, scales, dy), rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("attrs, dims, scales, opset, form", CASES)
+def test_every_spelling_of_a_generic_form_is_the_reference_gradient(attrs, dims, scales, opset, form):
+    """Each candidate spelling (the rule's and every other one calibration may pick) on odd and tiny lengths."""
+    model = grad_model(attrs, dims, scales, opset)
+    _, report = lower(model)
+    kinds = [k for k in report[0].candidates if k != "general"]
+    assert kinds
+    for kind in kinds:
+        lowered, rep = lower(model, calibration={report[0].signature: kind})
+        onnx.checker.check_model(lowered, full_check=True)
+        assert rep[0].forms[0].startswith("generic"), (kind, rep[0].forms)
+        for k in (0, 2, 5):
+            shape = concrete(dims, k)
+            dy, dx = run(lowered, shape, scales, seed=k)
+            np.testing.assert_allclose(dx, reference(attrs, shape, scales, dy), rtol=2e-6, atol=2e-6,
+                                       err_msg=f"{kind} {shape}")
+
+
+@pytest.mark.parametrize("attrs, factor", [(LINEAR, 4), (LINEAR, 8),
+                                           (dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), 4),
+                                           (dict(LINEAR, coordinate_transformation_mode="half_pixel_symmetric"), 8)])
+def test_zero_padded_form_is_the_taps_on_every_length(attrs, factor):
+    """The separable conv's zero pad + fold in place of a mirror: the shared taps in and beyond the family."""
+    form = zero_padded(_proven_axis(key(attrs), float(factor), 19))
+    assert form is not None and form.fold == 1 and not form.symmetric
+    for n in FAMILY + (25, 40, 41, 100, 257):
+        assert np.array_equal(form.matrix(n), _taps(attrs, float(factor), n, 19, "ort-1.27")), n
+
+
+def test_separable_form_is_bitwise_deterministic_across_threads():
+    scales = [1, 1, 2, 2, 2]
+    lowered, report = lower(grad_model(LINEAR, ["N", 3, "D", "H", "W"], scales, 17))
+    assert report[0].forms[0].startswith("generic separable conv")
+    runs = [run(lowered, [2, 3, 9, 24, 17], scales, threads=t, seed=5)[1] for t in (1, 2, 4, 1)]
+    assert all(r.tobytes() == runs[0].tobytes() for r in runs)
 
 
 @pytest.mark.parametrize("attrs, factor", [(NEAREST, 2), (NEAREST, 3), (NEAREST, 5), (LINEAR, 2), (LINEAR, 4),
@@ -226,6 +265,22 @@ def test_generic_form_is_torch_autograds_gradient(torch_mode, kw, attrs, factor)
         dy, dx = run(lowered, shape, scales, seed=k)
         x = torch.zeros(shape, requires_grad=True)
         y = torch.nn.functional.interpolate(x, scale_factor=factor, mode=torch_mode, **kw)
+        (want,) = torch.autograd.grad(y, x, torch.from_numpy(dy))
+        np.testing.assert_allclose(dx, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("factor", [2, 4])
+def test_separable_form_is_torch_autograds_trilinear_gradient(factor):
+    """A 3-D export (trilinear, scale_factor=f): the separable conv against torch's own backward."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle here (the training env has it)")
+    attrs = LINEAR | {"coordinate_transformation_mode": "pytorch_half_pixel"}
+    scales = [1, 1, factor, factor, factor]
+    lowered, report = lower(grad_model(attrs, ["N", 2, "D", "H", "W"], scales, 17))
+    assert all(f.startswith("generic separable conv") for f in report[0].forms), report[0].forms
+    for k, shape in enumerate([(1, 2, 1, 1, 1), (2, 2, 3, 5, 7), (1, 2, 6, 9, 4)]):
+        dy, dx = run(lowered, shape, scales, seed=k)
+        x = torch.zeros(shape, requires_grad=True)
+        y = torch.nn.functional.interpolate(x, scale_factor=factor, mode="trilinear", align_corners=False)
         (want,) = torch.autograd.grad(y, x, torch.from_numpy(dy))
         np.testing.assert_allclose(dx, want.numpy(), rtol=1e-5, atol=1e-5)
 
