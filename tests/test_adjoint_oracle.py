@@ -1,6 +1,6 @@
 """Gradients that are exactly the transpose of the executing onnxruntime's forward (issue 25).
 
-The oracle (conformance/adjoint.py) runs onnxruntime's own Resize on basis inputs: J in the runtime's arithmetic,
+The oracle (conformance/adjoint/) runs onnxruntime's own Resize on basis inputs: J in the runtime's arithmetic,
 dX = J^T dY. Each class found by the randomized oracle is pinned here with its minimized configuration, on the
 static lowering, the dynamic lowering (every dim symbolic) and the NumPy reference."""
 import json
