@@ -13,7 +13,7 @@ from onnx_ops.bridge import build_bridge_model
 from onnx_ops.conv import build_conv_data_grad
 from onnx_ops.run import run_model
 
-from .cases import TOL     # the suite's per-dtype tolerance, scaled below by the accumulation length
+from .cases import REFERENCE, TOL     # the suite's per-dtype tolerance, scaled below by the accumulation length
 from .catalog import REFERENCE_DIR, Check, Skip
 from .conv_reference import conv_data_grad
 from .judges import representable
@@ -122,7 +122,7 @@ def bridge_checks() -> list:
         want = resize_grad(dy, res)
         checks.append(Check(f"bridge:{mode}_x{f}_{len(shape)}d", "onnx", "ort-cpu-deconv", "f32",
                             lambda s=res, g=dy, w=want: (_run_bridge(s, g), w, 2e-6 * max(1, np.abs(w).max())),
-                            oracle="numpy-reference"))
+                            oracle=REFERENCE))
     return checks
 
 

@@ -167,20 +167,52 @@ def test_readme_has_the_promised_examples():
         assert (ROOT / path).exists(), f"README names {path}, which does not exist"
 
 
-LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+# Inline links and images `[text](target#anchor)` (or `(<target>)`), and reference definitions alone on their
+# line `[label]: target#anchor`
+LINK = re.compile(r"\]\((?:<([^>#]*)(?:#([^>]*))?>|([^)#\s]*)(?:#([^)\s]*))?)(?:\s+\"[^\"]*\")?\)"
+                  r"|^ {0,3}\[[^\]]+\]:[ \t]+<?([^\s#>]+)(?:#([^\s>]*))?>?(?:[ \t]+\"[^\"]*\")?[ \t]*$", re.M)
+
+
+def links(text: str) -> list:
+    """(target, anchor) of every link in a Markdown text; target '' for a link within the same document."""
+    out = []
+    for m in LINK.finditer(text):
+        target, anchor = next(((m.group(i), m.group(i + 1)) for i in (1, 3, 5) if m.group(i) is not None))
+        out.append((target, anchor or ""))
+    return out
+
+
+def heading_anchors(text: str) -> set:
+    """The anchors GitHub gives a Markdown document's headings: lower case, punctuation dropped, spaces -> '-'."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+\s+(.*)$", text, re.M)}
+
+
+def test_the_link_reader_finds_every_kind():
+    text = "see [a](docs/a.md), ![p](x.svg \"title\"), [b](<docs/b c.md#sec>), [top](#intro)\n[r]: docs/r.md#x\n"
+    assert links(text) == [("docs/a.md", ""), ("x.svg", ""), ("docs/b c.md", "sec"), ("", "intro"),
+                           ("docs/r.md", "x")]
+    assert heading_anchors("# Intro\n## The suite's `--json` (v2)\n") == {"intro", "the-suites---json-v2"}
 
 
 @pytest.mark.parametrize("doc", [README] + DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_relative_links_resolve(doc: Path):
     """Every relative link in the README and docs/ names a file that exists (documents being written elsewhere
-    aside, listed in PENDING_DOCS)."""
-    for target in LINK.findall(doc.read_text(encoding="utf-8")):
+    aside, listed in PENDING_DOCS), and an anchor into a Markdown file names one of its headings."""
+    text = doc.read_text(encoding="utf-8")
+    found = links(text)
+    if doc == README:
+        assert len(found) >= len(DOCS), "the link reader finds fewer links than the README must have"
+    for target, anchor in found:
         if re.match(r"^[a-z]+:", target):
             continue
-        path = (doc.parent / target).resolve()
+        path = (doc.parent / target).resolve() if target else doc
         if path.relative_to(ROOT).as_posix() in PENDING_DOCS:
             continue
         assert path.exists(), f"{doc.relative_to(ROOT)} links {target}, which does not exist"
+        if anchor and path.suffix == ".md":
+            assert anchor in heading_anchors(path.read_text(encoding="utf-8")), \
+                f"{doc.relative_to(ROOT)} links {target}#{anchor}: {path.name} has no such heading"
 
 
 def test_readme_is_short_and_the_docs_are_linked():

@@ -11,7 +11,9 @@ from .paths import ADJOINT_TOL, PATHS, error, gradient, judge
 from .shrink import description, shrink
 
 
-BACKEND_OF = {"static": "ort-cpu-lowered", "dynamic": "ort-cpu-dynamic", "reference": "numpy-reference",
+# The backend each path is recorded as: the NumPy reference is "numpy" here as everywhere ("numpy-reference" is
+# its name as an oracle, never a backend's)
+BACKEND_OF = {"static": "ort-cpu-lowered", "dynamic": "ort-cpu-dynamic", "reference": "numpy",
               "native": "onednn-interpolate-bwd"}
 DEFAULT_N, DEFAULT_SEED = 12, 0
 # Refusals that are the documented behaviour (docs/adjoint.md): a user field and the reason, at lowering time
