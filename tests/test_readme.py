@@ -281,3 +281,44 @@ def test_public_api_is_documented():
     assert "Start here" in first[2] and "conventions.load" in first[2] and "--help" in first[5]
     for pkg in ("dml_desc", "onnx_ops", "conformance"):
         assert (ROOT / pkg / "py.typed").exists()
+
+
+# Private names still imported across modules, in files other engineers own (issue 21 leaves them to them)
+KNOWN_PRIVATE_IMPORTS = {("dml_desc/conventions/common.py", "_outside_rows"), ("dml_desc/conventions/onnx.py", "_head")}
+
+
+def private_imports(pkg: str) -> set:
+    """(path, name) for every `from X import _name` in package `pkg` where X is another module."""
+    import ast
+    found = set()
+    for path in sorted((ROOT / pkg).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                found |= {(path.relative_to(ROOT).as_posix(), a.name) for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")}
+    return found
+
+
+def test_no_private_helper_is_imported_across_modules():
+    """A helper another module uses is public (issue 21: `_pascal`, `_tensor`, `_closest`, `_reason_group`,
+    `_torch`, `_inputs`, `_random_grad` were imported across modules)."""
+    found = private_imports("conformance") | private_imports("dml_desc")
+    assert not found - KNOWN_PRIVATE_IMPORTS, sorted(found - KNOWN_PRIVATE_IMPORTS)
+
+
+def test_no_table_is_called_just_dtypes():
+    """Issue 21: `DTYPES` named six different tables. Each now says what it maps (ONNX_ELEM_OF_NUMPY,
+    ONEDNN_DTYPES, DML_DATA_TYPE_OF, NUMPY_DTYPES, SUITE_DTYPES, CONFIG_DTYPES); a bare `DTYPES` is one again."""
+    import ast
+    bare = []
+    for pkg in ("dml_desc", "onnx_ops", "conformance"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Assign):
+                    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [a.asname or a.name for a in node.names]
+                else:
+                    continue
+                bare += [f"{path.relative_to(ROOT)}:{node.lineno}" for n in names if n == "DTYPES"]
+    assert not bare, bare
