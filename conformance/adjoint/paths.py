@@ -68,11 +68,15 @@ def error(case: AdjointCase, got: np.ndarray) -> float:
 
 
 def gradient(case: AdjointCase, path: str) -> np.ndarray:
-    """dX of `case` on `path` ("static", "dynamic", "reference"; torch cases: "static", "reference")."""
+    """dX of `case` on `path` ("static", "dynamic", "reference"; torch cases: "static", "reference"; oneDNN
+    cases: "native", "reference")."""
+    if case.convention != "onnx" and path == "reference":      # the reference of the map the reader gives
+        from ..reference import resize_grad
+        return resize_grad(case.dy, case.res)
     if case.convention == "torch":
-        return _torch_gradient(case, path)
+        return _torch_gradient(case)
     if case.convention == "onednn":
-        return _onednn_gradient(case, path)
+        return _onednn_gradient(case)
     return GRADIENTS[path](case.config, case.dy)
 
 
@@ -88,11 +92,8 @@ def judge(case: AdjointCase, path: str) -> Optional[str]:
     return None if err <= ADJOINT_TOL[case.dtype] else f"wrong: error {err:.3g} > {ADJOINT_TOL[case.dtype]}"
 
 
-def _torch_gradient(case: AdjointCase, path: str) -> np.ndarray:
-    """The project's gradient of a torch case: the reference, or the lowered graph on onnxruntime."""
-    if path == "reference":
-        from ..reference import resize_grad
-        return resize_grad(case.dy, case.res)
+def _torch_gradient(case: AdjointCase) -> np.ndarray:
+    """The project's gradient of a torch case: the lowered graph on onnxruntime."""
     from onnx_ops.build import build_lowered
     from onnx_ops.run import session
     model = build_lowered(case.res, np.float32)
@@ -100,11 +101,8 @@ def _torch_gradient(case: AdjointCase, path: str) -> np.ndarray:
     return session(model, threads=1).run(None, feeds)[0].astype(np.float64)
 
 
-def _onednn_gradient(case: AdjointCase, path: str) -> np.ndarray:
-    """The reference of the read map, or oneDNN's own InterpolateBackward ("native")."""
-    if path == "reference":
-        from ..reference import resize_grad
-        return resize_grad(case.dy, case.res)
+def _onednn_gradient(case: AdjointCase) -> np.ndarray:
+    """oneDNN's own InterpolateBackward ("native")."""
     from dml_desc.runtimes import onednn
     op = case.description["graph"][0]
     result = onednn.run_one(onednn.interpolate_job(op, case.dy.astype(np.float32)))
