@@ -68,7 +68,8 @@ def _shared(make):
     return lambda: box[0] if box else box.append(make()) or box[0]
 
 
-def _random_grad(res, seed: int):
+def random_dy_with_reference(res, seed: int):
+    """A case\'s `make`: a standard normal dy (deterministic for `seed`) and the NumPy reference\'s dX, made once."""
     return _shared(lambda: _with_reference(res, np.random.default_rng(seed).standard_normal(res.out_shape)))
 
 
@@ -94,7 +95,7 @@ def onnx_backend_cases(semantics=None) -> list:
         if r.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
             continue
         res = onnx_conv.to_canonical(r, semantics)
-        make = _random_grad(res, len(case.name))
+        make = random_dy_with_reference(res, len(case.name))
         out += [Case(case.name, "onnx", res, dt, make) for dt in ("f64", "f32", "f16", "bf16")]
     return out
 
@@ -117,7 +118,7 @@ def onednn_graph_json_cases() -> list:
     out = []
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("interpolate*.json")):
         res = onednn.to_canonical(json.loads(path.read_text()))
-        make = _random_grad(res, len(f"onednn-graph-json:{path.name}"))
+        make = random_dy_with_reference(res, len(f"onednn-graph-json:{path.name}"))
         out += [Case(f"onednn-graph-json:{path.name}", "onednn", res, dt, make) for dt in ("f32", "f16", "bf16")]
     return out
 
@@ -127,7 +128,7 @@ def cross_cases(semantics=None) -> list:
     out = []
     for name, attrs, sizes in CROSS_CASES:
         res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], attrs, sizes=sizes), semantics)
-        out.append(Case(f"cross:{name}", "onnx", res, "f32", _random_grad(res, len(name))))
+        out.append(Case(f"cross:{name}", "onnx", res, "f32", random_dy_with_reference(res, len(name))))
     return out
 
 
@@ -138,12 +139,12 @@ def torch_cases() -> list:
     out = []
     for mode, kw in calls:
         res, _ = conventions.load("torch", {"input_shape": [2, 3, 6, 10], "mode": mode, **kw})
-        out.append(Case(f"torch:{mode}:{kw}", "torch", res, "f32", _random_grad(res, 3)))
+        out.append(Case(f"torch:{mode}:{kw}", "torch", res, "f32", random_dy_with_reference(res, 3)))
     return out
 
 
 # Where kernel cases come from: each is called with (full, semantics) and yields cases. The randomized
-# adjoint section (conformance/adjoint.py, adjoint_cases(n, seed)) is added here when it lands.
+# adjoint section (conformance/adjoint, adjoint_cases(n, seed)) adds its checks in the suite itself (adjoint_checks).
 CASE_SOURCES: list = [
     lambda full, sem: documented_example_cases(),
     lambda full, sem: onnx_backend_cases(sem),

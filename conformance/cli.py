@@ -10,14 +10,15 @@ import json
 import sys
 import time
 
+from .backends.base import SUITE_DTYPES
+
 # The backend families users type, each naming the suite's backends by prefix (order matters: CUDA first). A
 # suite backend name (onnxruntime:CPUExecutionProvider, ort-cpu-deconv, ...) is accepted too, as an alias of
 # itself; any other backend name (py:MODULE:NAME, onnxruntime:PROVIDER, onnxruntime-native:PROVIDER,
 # onednn-primitive, an installed plug-in) runs every kernel case on that backend.
-BACKENDS = {"numpy": ("numpy",), "onnxruntime-cuda": ("onnxruntime:CUDA", "onnxruntime-native:CUDA"),
-            "onnxruntime": ("ort-cpu", "onnxruntime"), "torch": ("torch",), "onednn": ("onednn",),
-            "converter": ("converter",)}
-DTYPES = ("f64", "f32", "f16", "bf16")
+BACKEND_FAMILIES = {"numpy": ("numpy",), "onnxruntime-cuda": ("onnxruntime:CUDA", "onnxruntime-native:CUDA"),
+                    "onnxruntime": ("ort-cpu", "onnxruntime"), "torch": ("torch",), "onednn": ("onednn",),
+                    "converter": ("converter",)}
 
 
 class UsageError(Exception):
@@ -26,17 +27,17 @@ class UsageError(Exception):
 
 def family(backend: str) -> str:
     """The user-facing name of a suite backend: 'ort-cpu-lowered' -> 'onnxruntime'."""
-    return next((name for name, prefixes in BACKENDS.items() if backend.startswith(prefixes)), backend)
+    return next((name for name, prefixes in BACKEND_FAMILIES.items() if backend.startswith(prefixes)), backend)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The conformance options, shared by `dml-desc conformance` and `python -m conformance`."""
     p.add_argument("-k", dest="pattern", help="run only cases whose name contains PATTERN (or matches a glob)")
     p.add_argument("--backend", action="append", metavar="NAME",
-                   help=f"only these backends (repeatable): {', '.join(BACKENDS)}, a name from --list-backends, "
+                   help=f"only these backends (repeatable): {', '.join(BACKEND_FAMILIES)}, a name from --list-backends, "
                    "onnxruntime:PROVIDER, onnxruntime-native:PROVIDER, onednn-primitive, or your own kernel as "
                    "py:MODULE:NAME (see docs/own-kernel.md); those run every kernel case")
-    p.add_argument("--dtype", action="append", choices=DTYPES)
+    p.add_argument("--dtype", action="append", choices=SUITE_DTYPES)
     p.add_argument("--list", action="store_true", help="list the selected checks and exit")
     p.add_argument("--list-backends", action="store_true", help="list the backend names and what they run, and exit")
     p.add_argument("--full", action="store_true", help="include the largest benchdnn shapes, and run every "
@@ -48,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "backend x convention x mode matrix, every failure with its description and pictures")
     p.add_argument("--quiet", action="store_true", help="print only failures and the summary line")
     p.add_argument("--fuzz", type=int, default=None, metavar="N",
-                   help="randomized adjoint cases (conformance/adjoint.py) judged against onnxruntime's own Resize "
+                   help="randomized adjoint cases (conformance/adjoint/) judged against onnxruntime's own Resize "
                    "transposed (default 12)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="the adjoint cases' seed (default 0)")
     p.add_argument("--semantics", choices=("ort-1.19", "ort-1.27", "onnx-spec"),
@@ -82,7 +83,7 @@ def extra_backends(names) -> list:
         if ":" in name or name in plugins:
             out.append(name)
             continue
-        if name in BACKENDS or name in SUITE_NAMES:
+        if name in BACKEND_FAMILIES or name in SUITE_NAMES:
             continue                    # a filter (oneDNN: the batched checks of onednn_suite run the cases)
         resolve(name)                   # raises: no such backend (with the closest name)
     return out
@@ -99,9 +100,9 @@ def _selected(checks, args) -> list:
     if args.backend:
         for name in args.backend:
             if not any(_matches_backend(c.backend, [name]) for c in checks):
-                from .backends.registry import _closest
-                state = "has no checks in this catalog" if name in BACKENDS else \
-                    f"is no backend{_closest(name, [])}"
+                from .backends.registry import closest_hint
+                state = "has no checks in this catalog" if name in BACKEND_FAMILIES else \
+                    f"is no backend{closest_hint(name, [])}"
                 raise UsageError(f"--backend {name!r} {state}; the backends with checks are "
                                  f"{', '.join(sorted({family(c.backend) for c in checks}))} (--list-backends "
                                  "shows every name)")
@@ -112,7 +113,7 @@ def _selected(checks, args) -> list:
            and (not args.dtype or c.dtype in args.dtype)]
     if not out:
         raise UsageError("the filters together (" + " ".join(_filters(args)) + ") match no check; "
-                         f"the dtypes are {', '.join(DTYPES)} and --list shows every check")
+                         f"the dtypes are {', '.join(SUITE_DTYPES)} and --list shows every check")
     return out
 
 
@@ -129,7 +130,7 @@ def _list_backends(checks) -> None:
     """One line per user-facing backend name: the suite backends it selects, with their check counts."""
     from collections import Counter
     counts = Counter(c.backend for c in checks)
-    for fam in list(BACKENDS) + sorted({family(b) for b in counts} - set(BACKENDS)):
+    for fam in list(BACKEND_FAMILIES) + sorted({family(b) for b in counts} - set(BACKEND_FAMILIES)):
         parts = ", ".join(f"{b} ({n})" for b, n in sorted(counts.items()) if family(b) == fam) or "no checks here"
         print(f"{fam:18s} {parts}")
     from .backends.registry import installed_plugins
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
             _progress(i, len(checks))
     if bar:
         print(file=sys.stderr)
-    _table([r for r in records if r.status == "fail"] if args.quiet else records)
+    print_table([r for r in records if r.status == "fail"] if args.quiet else records)
     _failure_descriptions(records)
     counts = {s: sum(r.status == s for r in records) for s in ("pass", "fail", "skip")}
     print(f"{'' if args.quiet else chr(10)}{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped "
@@ -223,11 +224,11 @@ def summary(records) -> dict:
     """{'passes_by_oracle': {oracle: n}, 'skips_by_reason': {reason: n}} of a run."""
     from collections import Counter
     return {"passes_by_oracle": dict(Counter(r.oracle or "-" for r in records if r.status == "pass").most_common()),
-            "skips_by_reason": dict(Counter(_reason_group(r.reason) for r in records
+            "skips_by_reason": dict(Counter(reason_group(r.reason) for r in records
                                             if r.status == "skip").most_common())}
 
 
-def _reason_group(reason: str) -> str:
+def reason_group(reason: str) -> str:
     """A skip reason without its case-specific tail (after the first ': ' or '; '), so like skips group."""
     import re
     return re.split(r": |; ", reason, maxsplit=1)[0][:160]
@@ -290,7 +291,7 @@ def _progress(i, n):
     print(f"\r[{'#' * done}{'.' * (width - done)}] {i}/{n}", end="", file=raw_stream(sys.stderr), flush=True)
 
 
-def _table(records) -> None:
+def print_table(records) -> None:
     """One row per record; '-' where an error column means nothing (no numeric comparison, or no nonzero
     reference value for a relative error)."""
     if not records:

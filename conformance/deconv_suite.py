@@ -8,13 +8,15 @@ import numpy as np
 from dml_desc.conventions import deconv
 from dml_desc.conventions.deconv import ConvSpec, to_layout
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from dml_desc.reference import NUMPY_DTYPES
 from onnx_ops.bridge import build_bridge_model
 from onnx_ops.conv import build_conv_data_grad
 from onnx_ops.run import run_model
 
+from .cases import REFERENCE, TOL     # the suite's per-dtype tolerance, scaled below by the accumulation length
 from .catalog import REFERENCE_DIR, Check, Skip
 from .conv_reference import conv_data_grad
-from .judges import DTYPES, representable
+from .judges import representable
 from .reference import resize_grad
 
 # (name, spec, data_format, weights_format): groups, dilations, asymmetric pads, 1-3 spatial axes
@@ -28,16 +30,16 @@ CASES = [
     ("deconv:depthwise", ConvSpec(2, 16, 16, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 16), "NCX", "IOX"),
 ]
 AUTO_PAD_CASES = ["SAME_UPPER", "SAME_LOWER", "VALID"]
-TOL = {"f32": 1e-5, "f16": 4e-3, "bf16": 3e-2}
 
 
-def _inputs(spec: ConvSpec, seed: int):
+def deconv_inputs(spec: ConvSpec, seed: int):
+    """(diff_dst, weights): standard normal draws in float64, deterministic for `seed`."""
     rng = np.random.default_rng(seed)
     return rng.standard_normal(spec.diff_dst_shape), rng.standard_normal(spec.weights_shape)
 
 
 def _ort(spec, fmt, wfmt, dd, w, dtype):
-    dt = DTYPES[dtype]
+    dt = NUMPY_DTYPES[dtype]
     model = build_conv_data_grad(spec, fmt, wfmt, dt)
     wl = w if wfmt == "IOX" else np.transpose(w, list(range(2, w.ndim)) + [1, 0])
     ddl = dd if fmt == "NCX" else np.moveaxis(dd, 1, -1)
@@ -50,7 +52,7 @@ def _ort(spec, fmt, wfmt, dd, w, dtype):
     return out if fmt == "NCX" else np.moveaxis(out, -1, 1)
 
 
-def _torch(spec: ConvSpec, dd, w):
+def torch_data_grad(spec: ConvSpec, dd, w):
     """Independent oracle: torch autograd through conv_transpose (cropped for asymmetric pads)."""
     try:
         import torch
@@ -71,7 +73,7 @@ def _torch(spec: ConvSpec, dd, w):
 
 
 def _checks_for(name: str, spec: ConvSpec, fmt: str, wfmt: str, seed: int) -> list:
-    dd, w = _inputs(spec, seed)
+    dd, w = deconv_inputs(spec, seed)
     want = conv_data_grad(dd, w, spec)
     scale = max(1.0, float(np.abs(want).max()))
     out = []
@@ -79,7 +81,7 @@ def _checks_for(name: str, spec: ConvSpec, fmt: str, wfmt: str, seed: int) -> li
         tol = TOL[dt] * scale * (np.prod(spec.kernel) * spec.dst_channels / spec.groups) ** 0.5
         run = lambda d=dt, t=tol: (_ort(spec, fmt, wfmt, representable(dd, d), representable(w, d), d), want, t)
         out.append(Check(name, "onednn", "ort-cpu", dt, run, oracle="numpy-correlation"))
-    out.append(Check(name, "onednn", "torch-autograd", "f64", lambda: (_torch(spec, dd, w), want, 1e-9 * scale),
+    out.append(Check(name, "onednn", "torch-autograd", "f64", lambda: (torch_data_grad(spec, dd, w), want, 1e-9 * scale),
                      oracle="numpy-correlation"))
     return out
 
@@ -120,7 +122,7 @@ def bridge_checks() -> list:
         want = resize_grad(dy, res)
         checks.append(Check(f"bridge:{mode}_x{f}_{len(shape)}d", "onnx", "ort-cpu-deconv", "f32",
                             lambda s=res, g=dy, w=want: (_run_bridge(s, g), w, 2e-6 * max(1, np.abs(w).max())),
-                            oracle="numpy-reference"))
+                            oracle=REFERENCE))
     return checks
 
 

@@ -6,7 +6,7 @@ from typing import Callable, Optional, Tuple
 import ml_dtypes
 import numpy as np
 
-from dml_desc.reference import NUMPY_DTYPES as DTYPES    # the one table of the suite's dtype names
+from dml_desc.reference import NUMPY_DTYPES    # the one table of the suite's dtype names
 
 FLT_EPSILON = float(np.finfo(np.float32).eps)
 EPS = {"f32": FLT_EPSILON, "f16": float(np.finfo(np.float16).eps), "bf16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)}
@@ -61,7 +61,7 @@ def benchdnn(mode: str, dtype: str) -> Judge:
 
 def representable(values: np.ndarray, dtype: str) -> np.ndarray:
     """`values` rounded to `dtype` ('f64', 'f32', 'f16', 'bf16') and back to float64."""
-    return np.asarray(values).astype(DTYPES[dtype]).astype(np.float64)
+    return np.asarray(values).astype(NUMPY_DTYPES[dtype]).astype(np.float64)
 
 
 def benchdnn_fill(shape, dtype: str, kind: int = 2) -> np.ndarray:

@@ -23,7 +23,7 @@ from dml_desc.runtimes import onednn as runtime
 
 from .catalog import CROSS_CASES, REFERENCE_DIR, Check, Skip, benchdnn_problems
 from .conv_reference import conv_data_grad
-from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, _inputs
+from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, deconv_inputs
 from .judges import benchdnn, benchdnn_fill, representable, within
 from .reference import contract, resize_grad
 
@@ -275,7 +275,7 @@ def deconv_checks(batch) -> list:
 
 
 def _deconv_checks(batch, name: str, spec, fmt: str, wfmt: str, seed: int) -> list:
-    dd, w = _inputs(spec, seed)
+    dd, w = deconv_inputs(spec, seed)
     ddl = dd if fmt == "NCX" else np.moveaxis(dd, 1, -1)
     wl = w if wfmt == "IOX" else np.transpose(w, list(range(2, w.ndim)) + [1, 0])
     out = []

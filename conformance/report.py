@@ -39,8 +39,8 @@ def html_report(records, versions: dict) -> str:
              f"<h2>Failures ({counts['fail']})</h2>"]
     fails = [r for r in records if r.status == "fail"]
     parts += [_failure(i, r) for i, r in enumerate(fails)] or ["<p>None.</p>"]
-    from .cli import _reason_group
-    parts += ["<h2>Skips by reason</h2>", _counter_table(Counter(_reason_group(r.reason) for r in records
+    from .cli import reason_group
+    parts += ["<h2>Skips by reason</h2>", _counter_table(Counter(reason_group(r.reason) for r in records
                                                                  if r.status == "skip"), "reason", "skips")]
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>dml-desc conformance</title>"
             f"<style>{CSS}</style></head><body>" + "\n".join(parts) + "</body></html>\n")

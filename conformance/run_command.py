@@ -21,8 +21,9 @@ import numpy as np
 from dml_desc.errors import TORCH_INSTALL, DescError, require
 from dml_desc.reference import NUMPY_DTYPES
 
-BACKENDS = ("numpy", "onnxruntime", "onednn", "torch")     # and onnxruntime:PROVIDER, py:MODULE:NAME, ...
-DTYPES = ("f32", "f16", "bf16", "f64")
+from .backends.base import SUITE_DTYPES
+
+RUN_BACKENDS = ("numpy", "onnxruntime", "onednn", "torch")     # and onnxruntime:PROVIDER, py:MODULE:NAME, ...
 
 
 def add_command(sub) -> None:
@@ -35,14 +36,14 @@ def add_command(sub) -> None:
     r.add_argument("--from", dest="src", choices=FORMATS, help="the file's format (default: guessed from its keys)")
     from .backends.registry import backend_name
     r.add_argument("--backend", required=True, metavar="NAME", type=backend_name, help="where the gradient runs: "
-                   f"{', '.join(BACKENDS)}, onnxruntime:PROVIDER, onnxruntime-native:PROVIDER or py:MODULE:NAME "
+                   f"{', '.join(RUN_BACKENDS)}, onnxruntime:PROVIDER, onnxruntime-native:PROVIDER or py:MODULE:NAME "
                    "(see above)")
     r.add_argument("--dy", required=True, metavar="DY.npy", help="the output gradient (diff_dst) in the "
                    "description's layout")
     r.add_argument("--weights", metavar="W.npy", help="ConvTransposeBackwardData: the weights, in the "
                    "description's weights_format (IOX for dml/onnx)")
     r.add_argument("-o", "--output", required=True, metavar="OUT.npy")
-    r.add_argument("--dtype", choices=DTYPES, help="compute type (default: the description's, else f32); "
+    r.add_argument("--dtype", choices=SUITE_DTYPES, help="compute type (default: the description's, else f32); "
                    "bf16 results are written as float32")
     r.add_argument("--api", choices=("graph", "primitive"), help="onednn: the C API (default graph; primitive "
                    "for a dilated ConvTransposeBackwardData, which oneDNN Graph computes undilated)")
@@ -158,7 +159,7 @@ def _torch():
 def run_deconv(backend: str, spec, layout: dict, dd, w, dtype: str, api=None) -> tuple:
     """(diff_src in the description's layout, 'backend version, API')."""
     from dml_desc.conventions.deconv import to_layout
-    require(backend in BACKENDS, "--backend", backend, f"a ConvTransposeBackwardData runs on {', '.join(BACKENDS)}")
+    require(backend in RUN_BACKENDS, "--backend", backend, f"a ConvTransposeBackwardData runs on {', '.join(RUN_BACKENDS)}")
     fmt, wfmt = layout.get("data_format", "NCX"), layout.get("weights_format", "IOX")
     want_w = list(spec.weights_shape) if wfmt == "IOX" else list(spec.kernel) + [spec.dst_channels // spec.groups,
                                                                                  spec.src_channels]
@@ -187,7 +188,7 @@ def run_deconv(backend: str, spec, layout: dict, dd, w, dtype: str, api=None) ->
         out = run_model(build_conv_data_grad(spec, fmt, wfmt, d.dtype), {"diff_dst": d, "weights": ww})[0]
         return out, f"onnxruntime {onnxruntime().__version__}, Conv (the data gradient), CPU"
     else:
-        from .deconv_suite import _torch as torch_grad
+        from .deconv_suite import torch_data_grad as torch_grad
         torch = _torch()
         out = torch_grad(spec, _typed(dd_ncx, dtype).astype(np.float64), _typed(w_iox, dtype).astype(np.float64))
         info = f"torch {torch.__version__}, autograd through conv_transpose (float64)"

@@ -163,11 +163,11 @@ CUDA_CASES = [("bilinear_x2_half_pixel", {"mode": "linear"}, [1, 1, 2, 2]),
 
 def cuda_cases() -> list:
     """The CUDA cases (f32): ResizeGrad forms onnxruntime's CUDA kernel implements, and one it does not."""
-    from .cases import Case, _random_grad
+    from .cases import Case, random_dy_with_reference
     out = []
     for name, attrs, scales in CUDA_CASES:
         res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 8, 12], attrs, scales=scales, op_type="ResizeGrad"))
-        out.append(Case(f"cuda:{name}", "onnx", res, "f32", _random_grad(res, 5)))
+        out.append(Case(f"cuda:{name}", "onnx", res, "f32", random_dy_with_reference(res, 5)))
     return out
 
 

@@ -6,7 +6,7 @@ from typing import ClassVar, Optional, Tuple
 
 from .enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
 from .errors import integer, require
-from .resample import _tensor
+from .resample import pascal_case, tensor_desc
 from .tensor import DML_BUFFER_TENSOR_DESC
 
 
@@ -54,9 +54,9 @@ class DML_CONVOLUTION_OPERATOR_DESC:
 
     def __post_init__(self):
         for name in ("input_tensor", "filter_tensor", "output_tensor"):
-            setattr(self, name, _tensor(getattr(self, name), "".join(w.capitalize() for w in name.split("_"))))
+            setattr(self, name, tensor_desc(getattr(self, name), pascal_case(name)))
         if self.bias_tensor is not None:
-            self.bias_tensor = _tensor(self.bias_tensor, "BiasTensor")
+            self.bias_tensor = tensor_desc(self.bias_tensor, "BiasTensor")
         self.mode = parse_enum(DML_CONVOLUTION_MODE, self.mode, "Mode")
         self.direction = parse_enum(DML_CONVOLUTION_DIRECTION, self.direction, "Direction")
         require(self.fused_activation is None, "FusedActivation", self.fused_activation,

@@ -7,7 +7,7 @@ from typing import Union
 
 from .errors import did_you_mean, parse_json, require, short_key
 from .convolution import DML_CONVOLUTION_OPERATOR_DESC
-from .resample import RESAMPLE_DESCS, ResampleDescriptor, _pascal
+from .resample import RESAMPLE_DESCS, ResampleDescriptor, pascal_case
 from .tensor import DML_BUFFER_TENSOR_DESC
 
 Descriptor = Union[ResampleDescriptor, DML_CONVOLUTION_OPERATOR_DESC]    # every class this module reads and writes
@@ -35,7 +35,7 @@ def _fields_to_json(obj) -> dict:
         value = getattr(obj, f.name)
         if value is None:
             continue
-        out[_pascal(f.name)] = _value_to_json(value)
+        out[pascal_case(f.name)] = _value_to_json(value)
     return out
 
 
@@ -65,7 +65,7 @@ def from_json(obj: dict) -> Descriptor:
 
 
 def _kwargs(cls, obj: dict, where: str, own=()) -> dict:
-    names = {_pascal(f.name): f for f in fields(cls) if f.name != "name"}
+    names = {pascal_case(f.name): f for f in fields(cls) if f.name != "name"}
     required = [key for key, f in names.items() if f.default is MISSING and f.default_factory is MISSING]
     missing = [key for key in required if key not in obj]
     unknown = sorted((k for k in obj if k not in names and k not in own), key=str)

@@ -31,12 +31,12 @@ class _ResampleLike:
 
     def __post_init__(self):
         for name in (self.FORWARD_IN, self.FORWARD_OUT):
-            setattr(self, name, _tensor(getattr(self, name), _pascal(name)))
+            setattr(self, name, tensor_desc(getattr(self, name), pascal_case(name)))
         a, b = self.forward_in, self.forward_out
-        require(a.data_type == b.data_type, f"{_pascal(self.FORWARD_OUT)}.DataType", b.data_type.name,
-                f"must equal {_pascal(self.FORWARD_IN)}.DataType={a.data_type.name}")
-        require(a.dimension_count == b.dimension_count, f"{_pascal(self.FORWARD_OUT)}.DimensionCount",
-                b.dimension_count, f"must equal {_pascal(self.FORWARD_IN)}.DimensionCount={a.dimension_count}")
+        require(a.data_type == b.data_type, f"{pascal_case(self.FORWARD_OUT)}.DataType", b.data_type.name,
+                f"must equal {pascal_case(self.FORWARD_IN)}.DataType={a.data_type.name}")
+        require(a.dimension_count == b.dimension_count, f"{pascal_case(self.FORWARD_OUT)}.DimensionCount",
+                b.dimension_count, f"must equal {pascal_case(self.FORWARD_IN)}.DimensionCount={a.dimension_count}")
         n = a.dimension_count
         self.interpolation_mode = parse_enum(DML_INTERPOLATION_MODE, self.interpolation_mode, "InterpolationMode")
         if hasattr(self, "rounding_direction"):
@@ -69,11 +69,12 @@ class _ResampleLike:
         n, dt = self.forward_in.dimension_count, self.forward_in.data_type
         require(n in dims, "DimensionCount", n,
                 f"{self.OPERATOR} at feature level {feature_level} supports {list(dims)} dimensions")
-        require(dt in types, f"{_pascal(self.FORWARD_IN)}.DataType", dt.name,
+        require(dt in types, f"{pascal_case(self.FORWARD_IN)}.DataType", dt.name,
                 f"{self.OPERATOR} supports {[t.name for t in types]}")
 
 
-def _tensor(value, name) -> DML_BUFFER_TENSOR_DESC:
+def tensor_desc(value, name) -> DML_BUFFER_TENSOR_DESC:
+    """`value` (a DML_BUFFER_TENSOR_DESC or a dict of its fields) as a tensor description named `name`."""
     if isinstance(value, DML_BUFFER_TENSOR_DESC):
         value.name = name
         return value
@@ -94,7 +95,8 @@ def _floats(values, name, n, positive=False) -> Tuple[float, ...]:
     return tuple(float32_number(v, f"{name}[{i}]", positive) for i, v in enumerate(values))
 
 
-def _pascal(snake: str) -> str:
+def pascal_case(snake: str) -> str:
+    """'input_gradient_tensor' -> 'InputGradientTensor': a field's name as DirectML spells it."""
     return "".join(w.capitalize() for w in snake.split("_"))
 
 

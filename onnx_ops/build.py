@@ -13,7 +13,7 @@ from dml_desc.errors import ConversionError, flag, require
 from .model import IR_VERSION, LOWERING_OPSET, OPSET, grad_graph, stamped  # noqa: F401 (IR_VERSION: exported)
 from .node_emit import emit_gradient, name_after, node_prefix
 
-DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+ONNX_ELEM_OF_NUMPY = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
           np.dtype(np.float64): TensorProto.DOUBLE}
 
 
@@ -73,8 +73,8 @@ def element_type(dtype) -> int:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):
         dt = None
-    require(dt in DTYPES, "dtype", str(dt if dt is not None else dtype), "ResizeGrad takes float16, float32 or float64")
-    return DTYPES[dt]
+    require(dt in ONNX_ELEM_OF_NUMPY, "dtype", str(dt if dt is not None else dtype), "ResizeGrad takes float16, float32 or float64")
+    return ONNX_ELEM_OF_NUMPY[dt]
 
 
 def _consts(r: onnx_conv.OnnxResize, dtype) -> tuple[list, list]:

@@ -284,10 +284,10 @@ def test_meaningless_error_columns_read_as_such():
     zero = run_check(Check("zeros", "onednn", "numpy-reference", "f32",
                            lambda: (np.full(4, 1e-7), np.zeros(4), benchdnn("linear", "f32"))))
     assert zero.status == "pass" and zero.max_abs_err == 1e-7 and zero.max_rel_err is None
-    from conformance.cli import _table
+    from conformance.cli import print_table
     import contextlib
     import io
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        _table([zero])
+        print_table([zero])
     assert buf.getvalue().splitlines()[1].split()[4:] == ["1.00e-07", "-", "PASS"]

@@ -20,6 +20,9 @@ from onnx_ops.run import run_model  # noqa: E402
 CTMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",
         "tf_crop_and_resize"]
 INSTALLED = onnx_conv.installed_semantics()
+# onnxruntime's CPU Resize implements cubic only on 2-D inputs or 4-D ones resizing the inner two axes (measured
+# on 1.19.2 and 1.32: "upsamplebase.h ScalesValidation 'Cubic' mode only support(s) ..."): those draws are skipped
+UNSUPPORTED_BY_ORT = re.compile(r"ScalesValidation '\w+' mode only support")
 OTHER = {"ort-1.19": "ort-1.27", "ort-1.27": "ort-1.19"}[INSTALLED]
 
 
@@ -77,7 +80,9 @@ def test_forward_matches_onnxruntime(r, seed):
     x = np.random.default_rng(seed).standard_normal(r.input_shape).astype(np.float32)
     try:
         theirs = ort_resize(r, x)
-    except Exception:                                 # configurations onnxruntime does not implement
+    except Exception as e:     # only onnxruntime's documented limits are skipped (issue 21); any other error fails
+        if not UNSUPPORTED_BY_ORT.search(str(e)):
+            raise
         assume(False)
     ours = resize(x.astype(np.float64), res)
     assert ours.shape == theirs.shape

@@ -167,20 +167,52 @@ def test_readme_has_the_promised_examples():
         assert (ROOT / path).exists(), f"README names {path}, which does not exist"
 
 
-LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+# Inline links and images `[text](target#anchor)` (or `(<target>)`), and reference definitions alone on their
+# line `[label]: target#anchor`
+LINK = re.compile(r"\]\((?:<([^>#]*)(?:#([^>]*))?>|([^)#\s]*)(?:#([^)\s]*))?)(?:\s+\"[^\"]*\")?\)"
+                  r"|^ {0,3}\[[^\]]+\]:[ \t]+<?([^\s#>]+)(?:#([^\s>]*))?>?(?:[ \t]+\"[^\"]*\")?[ \t]*$", re.M)
+
+
+def links(text: str) -> list:
+    """(target, anchor) of every link in a Markdown text; target '' for a link within the same document."""
+    out = []
+    for m in LINK.finditer(text):
+        target, anchor = next(((m.group(i), m.group(i + 1)) for i in (1, 3, 5) if m.group(i) is not None))
+        out.append((target, anchor or ""))
+    return out
+
+
+def heading_anchors(text: str) -> set:
+    """The anchors GitHub gives a Markdown document's headings: lower case, punctuation dropped, spaces -> '-'."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+\s+(.*)$", text, re.M)}
+
+
+def test_the_link_reader_finds_every_kind():
+    text = "see [a](docs/a.md), ![p](x.svg \"title\"), [b](<docs/b c.md#sec>), [top](#intro)\n[r]: docs/r.md#x\n"
+    assert links(text) == [("docs/a.md", ""), ("x.svg", ""), ("docs/b c.md", "sec"), ("", "intro"),
+                           ("docs/r.md", "x")]
+    assert heading_anchors("# Intro\n## The suite's `--json` (v2)\n") == {"intro", "the-suites---json-v2"}
 
 
 @pytest.mark.parametrize("doc", [README] + DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_relative_links_resolve(doc: Path):
     """Every relative link in the README and docs/ names a file that exists (documents being written elsewhere
-    aside, listed in PENDING_DOCS)."""
-    for target in LINK.findall(doc.read_text(encoding="utf-8")):
+    aside, listed in PENDING_DOCS), and an anchor into a Markdown file names one of its headings."""
+    text = doc.read_text(encoding="utf-8")
+    found = links(text)
+    if doc == README:
+        assert len(found) >= len(DOCS), "the link reader finds fewer links than the README must have"
+    for target, anchor in found:
         if re.match(r"^[a-z]+:", target):
             continue
-        path = (doc.parent / target).resolve()
+        path = (doc.parent / target).resolve() if target else doc
         if path.relative_to(ROOT).as_posix() in PENDING_DOCS:
             continue
         assert path.exists(), f"{doc.relative_to(ROOT)} links {target}, which does not exist"
+        if anchor and path.suffix == ".md":
+            assert anchor in heading_anchors(path.read_text(encoding="utf-8")), \
+                f"{doc.relative_to(ROOT)} links {target}#{anchor}: {path.name} has no such heading"
 
 
 def test_readme_is_short_and_the_docs_are_linked():
@@ -249,3 +281,44 @@ def test_public_api_is_documented():
     assert "Start here" in first[2] and "conventions.load" in first[2] and "--help" in first[5]
     for pkg in ("dml_desc", "onnx_ops", "conformance"):
         assert (ROOT / pkg / "py.typed").exists()
+
+
+# Private names still imported across modules, in files other engineers own (issue 21 leaves them to them)
+KNOWN_PRIVATE_IMPORTS = {("dml_desc/conventions/common.py", "_outside_rows"), ("dml_desc/conventions/onnx.py", "_head")}
+
+
+def private_imports(pkg: str) -> set:
+    """(path, name) for every `from X import _name` in package `pkg` where X is another module."""
+    import ast
+    found = set()
+    for path in sorted((ROOT / pkg).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                found |= {(path.relative_to(ROOT).as_posix(), a.name) for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")}
+    return found
+
+
+def test_no_private_helper_is_imported_across_modules():
+    """A helper another module uses is public (issue 21: `_pascal`, `_tensor`, `_closest`, `_reason_group`,
+    `_torch`, `_inputs`, `_random_grad` were imported across modules)."""
+    found = private_imports("conformance") | private_imports("dml_desc")
+    assert not found - KNOWN_PRIVATE_IMPORTS, sorted(found - KNOWN_PRIVATE_IMPORTS)
+
+
+def test_no_table_is_called_just_dtypes():
+    """Issue 21: `DTYPES` named six different tables. Each now says what it maps (ONNX_ELEM_OF_NUMPY,
+    ONEDNN_DTYPES, DML_DATA_TYPE_OF, NUMPY_DTYPES, SUITE_DTYPES, CONFIG_DTYPES); a bare `DTYPES` is one again."""
+    import ast
+    bare = []
+    for pkg in ("dml_desc", "onnx_ops", "conformance"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Assign):
+                    names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [a.asname or a.name for a in node.names]
+                else:
+                    continue
+                bare += [f"{path.relative_to(ROOT)}:{node.lineno}" for n in names if n == "DTYPES"]
+    assert not bare, bare

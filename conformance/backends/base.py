@@ -8,9 +8,10 @@ import numpy as np
 from dml_desc import conventions
 from dml_desc.canonical import Resampling
 from dml_desc.errors import DescError, require
+from dml_desc.reference import NUMPY_DTYPES
 
 CONVENTIONS = ("dml", "onednn", "onnx", "torch", "tf")
-SUITE_DTYPES = ("f64", "f32", "f16", "bf16")
+SUITE_DTYPES = tuple(NUMPY_DTYPES)     # the suite's dtype names: f64, f32, f16, bf16 (one table)
 
 
 class Backend:

@@ -44,7 +44,7 @@ def resolve(name: str, semantics=None, flag: str = "--backend"):
     plugins = installed_plugins()
     if name in plugins:
         return _loaded(plugins[name].load(), name)
-    raise DescError(flag, name, f"is no backend{_closest(name, list(plugins))}; the backends are "
+    raise DescError(flag, name, f"is no backend{closest_hint(name, list(plugins))}; the backends are "
                     f"{', '.join(BUILTINS + tuple(plugins))}")
 
 
@@ -56,10 +56,10 @@ def backend_name(name: str) -> str:
     known = ("numpy", "onnxruntime", "onnxruntime-native", "onednn", "onednn-graph", "onednn-primitive", "torch")
     if name in known or name in plugins or name.startswith(("onnxruntime:", "onnxruntime-native:", "py:")):
         return name
-    raise argparse.ArgumentTypeError(f"{name!r} is no backend{_closest(name, plugins)}")
+    raise argparse.ArgumentTypeError(f"{name!r} is no backend{closest_hint(name, plugins)}")
 
 
-def _closest(name: str, plugins: list) -> str:
+def closest_hint(name: str, plugins: list) -> str:
     """' (did you mean 'onnxruntime'?)': the name sharing the longest prefix, else difflib's closest."""
     known = ["numpy", "onnxruntime", "onnxruntime-native", "onednn", "onednn-primitive", "torch"] + plugins
     best = max(known, key=lambda k: (len(os.path.commonprefix([k, name])), -abs(len(k) - len(name))))

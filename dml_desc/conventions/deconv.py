@@ -23,7 +23,7 @@ WEIGHTS_FORMATS = {"IOX": "IOX", "XOI": "XOI", "OIX": "IOX", "XIO": "XOI"}   # t
 DATA_FORMATS = ("NCX", "NXC")
 DECONV_ATTRS = ("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "output_padding", "groups",
                 "data_format", "weights_format")
-DTYPES = {"f32": DML_TENSOR_DATA_TYPE.FLOAT32, "f16": DML_TENSOR_DATA_TYPE.FLOAT16, "bf16": None}
+DML_DATA_TYPE_OF = {"f32": DML_TENSOR_DATA_TYPE.FLOAT32, "f16": DML_TENSOR_DATA_TYPE.FLOAT16, "bf16": None}
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def to_layout(ncx, data_format: str) -> list:
 
 def to_dml(spec: ConvSpec, dtype: str = "f32") -> DML_CONVOLUTION_OPERATOR_DESC:
     """The forward DML convolution that computes diff_src (cross-correlation, Direction FORWARD)."""
-    dt = DTYPES[dtype]
+    dt = DML_DATA_TYPE_OF[dtype]
     if dt is None:
         refuse("dtype", dtype, "DirectML convolution supports FLOAT32 and FLOAT16, not bf16")
     n = len(spec.kernel)

@@ -12,7 +12,7 @@ import numpy as np
 from ..canonical import AxisMap, Mode, Resampling, Rounding
 from ..enums import DML_AXIS_DIRECTION as DIR, DML_INTERPOLATION_MODE as DM, DML_TENSOR_DATA_TYPE
 from ..errors import require
-from ..resample import RESAMPLE_DESCS, ResampleDescriptor, _pascal
+from ..resample import RESAMPLE_DESCS, ResampleDescriptor, pascal_case as _pascal
 from ..tensor import DML_BUFFER_TENSOR_DESC, calc_buffer_tensor_size
 from .common import check_budget, exact, refuse
 

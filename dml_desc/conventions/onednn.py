@@ -21,7 +21,7 @@ SPATIAL_FOR_MODE = {"bilinear": 2, "trilinear": 3}
 CTMS = ("half_pixel", "align_corners")
 WRITTEN_CTMS = ("half_pixel",)     # oneDNN's dnnl backend rejects align_corners (is_supported: unimplemented)
 FORMATS = ("NCX", "NXC")
-DTYPES = ("f32", "bf16", "f16")
+ONEDNN_DTYPES = ("f32", "bf16", "f16")
 KINDS = ("Interpolate", "InterpolateBackward")
 F32 = np.float32
 
@@ -122,14 +122,14 @@ def _spatial_out(a: dict, ins: list) -> list:
 
 
 def check_dtypes(op: dict) -> None:
-    """Every logical tensor's dtype, when given, is one of DTYPES, and all of them agree."""
+    """Every logical tensor's dtype, when given, is one of ONEDNN_DTYPES, and all of them agree."""
     seen = []
     for role in ("inputs", "outputs"):
         tensors = op.get(role) or []
         require(isinstance(tensors, list), role, tensors, "must be a list of logical tensor objects")
         for i, t in enumerate(tensors):
             if isinstance(t, dict) and "dtype" in t:
-                one_of(t["dtype"], DTYPES, f"{role}[{i}].dtype")
+                one_of(t["dtype"], ONEDNN_DTYPES, f"{role}[{i}].dtype")
                 seen.append((f"{role}[{i}].dtype", t["dtype"]))
     for name, dt in seen[1:]:
         require(dt == seen[0][1], name, dt, f"must equal {seen[0][0]}={seen[0][1]} (one dtype per op)")
@@ -256,7 +256,7 @@ def from_canonical(res: Resampling, backward: bool = True, data_format=None, dty
     notes; refuses cubic, antialias and maps oneDNN rounds differently (e.g. nearest ties round up).
     data_format=None guesses NCX or NXC from which axes are resized.
     """
-    require(dtype in DTYPES, "dtype", dtype, f"must be one of {list(DTYPES)}")
+    require(dtype in ONEDNN_DTYPES, "dtype", dtype, f"must be one of {list(ONEDNN_DTYPES)}")
     require(data_format in (None,) + FORMATS, "data_format", data_format, f"must be one of {list(FORMATS)}")
     if res.mode is Mode.CUBIC:
         refuse("mode", "cubic", "oneDNN interpolation has nearest and linear only")
