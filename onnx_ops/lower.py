@@ -24,15 +24,10 @@ from dml_desc.errors import DescError, did_you_mean, is_number, require
 
 from .model import graphs
 from .validate import check_resize_grad, check_text, readable, save_atomic
-from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
 from .dynamic import DynamicPlan, emit_dynamic
 from .calibrate import choices as calibrated_choices, signature as calibration_signature
 from .generic_forms import emit_generic_node, generic_form
-from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_pool, emit_resize, find_resize,
-                    conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, pool_form, resize_cost,
-                    symbolic_dim)
-
-PREFER_RESIZE = 2.0   # one node, no intermediates, the reference's non-finite pattern: kept unless 2x dearer
+from .forms import PREFER_RESIZE, Emitter, contract, is_symbolic, symbolic_dim  # noqa: F401 (generic_forms)
 
 RUN_TIME_SEMANTICS = "onnxruntime at run time"
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
@@ -198,7 +193,7 @@ def _lower_node(node, k: int, info, providers, scope: str):
         if "CUDAExecutionProvider" in providers and native_cuda_fits(r, res):
             return [node], [], Rewrite(node.name, res.mode.value, res.resized_axes, (), kept_native=True,
                                        scope=scope)
-        new, inits, forms = _emit(node, res, elem, prefix, info.opset)
+        new, inits, forms = _emit(node, res, elem, prefix, info.opset, info.choices)
         rewrite = Rewrite(node.name, res.mode.value, res.resized_axes, forms, scope=scope, notes=tuple(res.notes))
     for i, n in enumerate(new):
         n.name = n.name or f"{base}/lowered/{n.op_type}_{i}"
@@ -561,13 +556,13 @@ def _attr(a):
     return v.decode() if isinstance(v, bytes) else (list(v) if isinstance(v, (list, tuple)) else v)
 
 
-def _emit(node, res, elem: int, prefix: str, opset: int = 19):
+def _emit(node, res, elem: int, prefix: str, opset: int = 19, choices=None):
     """Nodes and initializers computing dX from dY: the fastest form the taps prove equal."""
     em = Emitter(prefix, opset, NP_OF[elem], dims_from=node.input[0])   # run-time dims read from dY
     cur = node.input[0]
     if elem == TensorProto.FLOAT16:
         cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
-    cur, forms = _contract(em, cur, res)
+    cur, forms = _contract(em, cur, res, choices)
     if elem == TensorProto.FLOAT16:
         em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
     else:                     # the last node writes dX itself: no trailing copy
@@ -575,36 +570,10 @@ def _emit(node, res, elem: int, prefix: str, opset: int = 19):
     return em.nodes, em.inits, forms
 
 
-def _contract(em: Emitter, cur: str, res):
-    """dX from dY in the form the cost model (onnx_ops.forms) estimates fastest among those the taps prove:
-    the band / dense / gather plan, kron, AveragePool, the one-node Conv forms, or a Resize (README "Lowering")."""
-    kron = kron_form(res)
-    plans, cost = plan_axes(res, np.dtype(em.acc).itemsize)    # band / dense MatMuls or gathers, by cost
-    blocks = block_factors(res)
-    pool = pool_form(res, blocks, em.opset) if em.acc is np.float32 else None   # AveragePool: float32 here
-    if pool is not None:                   # by rule, where it measured fastest (onnx_ops.forms, README)
-        return emit_pool(em, cur, res, pool), ("avgpool",) * len(blocks)
-    if kron is not None and kron_cost(res, kron) <= cost:   # measured faster than Conv / ConvTranspose (README)
-        return emit_kron(em, cur, res, kron), kron.names(len(res.axes))
-    f32 = em.acc is np.float32             # onnxruntime's CPU Conv, ConvTranspose and Resize are float32 here
-    f32 = f32 and kron is None and conv_cost(res) <= cost
-    parts = deconv_form(res) if f32 and blocks else None
-    single = combined(res, parts) if parts else None
-    if single:         # measured faster than Reshape + ReduceSum on onnxruntime CPU (README, benchmark)
-        return emit_conv(em, cur, *single), ("deconv(ones)",) * len(parts)
-    spread = spread_form(res) if f32 else None
-    if spread is not None:   # integer downsampling: measured faster than a nearest Resize (README)
-        return emit_spread(em, cur, res, spread), ("conv_transpose",) * len(res.resized_axes)
-    if blocks and f32:
-        return emit_block(em, cur, res, blocks), ("block-sum",) * len(blocks)
-    found = find_resize(res, em.opset) if em.acc is np.float32 else None
-    if found and resize_cost(res, found[0]) <= PREFER_RESIZE * cost:
-        cand, spelling = found
-        form = f"Resize({cand.mode.value}{', antialias' if cand.antialias else ''})"
-        return emit_resize(em, cur, res, spelling), (form,) * len(res.resized_axes)
-    cur, names = emit_plan(em, cur, res, plans)
-    order = {p.axis: name for p, name in zip(plans, names)}
-    return cur, tuple(order[a] for a in res.resized_axes)
+def _contract(em: Emitter, cur: str, res, choices=None):
+    """dX from dY in the form the cost model estimates fastest among those the taps prove, or the calibrated one
+    (onnx_ops.forms.registry: the band / dense / gather plan, kron, AveragePool, Conv forms, or a Resize)."""
+    return contract(em, cur, res, choices)
 
 
 def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProvider",),
