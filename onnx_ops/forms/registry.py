@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
+from enum import Enum
+from fractions import Fraction
 from functools import cached_property
 from typing import Callable
 
@@ -21,7 +23,7 @@ from .block import block_factors, emit_block, emit_pool, pool_form
 from .conv_transpose import conv_transpose_form, emit_conv_transpose
 from .cost import PREFER_RESIZE, conv_cost, kron_cost, pool_cost, resize_cost
 from .deconv import combined, deconv_form, emit_conv
-from .emitter import Emitter
+from .emitter import Emitter, is_symbolic
 from .kron import emit_kron, kron_form
 from .resize import emit_resize, find_resize
 
@@ -136,8 +138,24 @@ def choose(g: Gradient, name: str | None = None) -> tuple:
 
 
 def signature(res: Resampling, opset: int, acc: type) -> str:
-    """The calibration key of one static gradient: its canonical map, the opset and the accumulation type."""
-    return json.dumps({"static": repr(replace(res, notes=())), "opset": opset, "acc": np.dtype(acc).name})
+    """The calibration key of one static gradient: its canonical map (each axis's fields that differ from their
+    defaults; "?" for a size known only at run time), the opset and the accumulation type, as sorted JSON."""
+    axes = [{f.name: _plain(getattr(ax, f.name)) for f in fields(ax)
+             if f.name in ("in_size", "out_size") or getattr(ax, f.name) != f.default} for ax in res.axes]
+    whole = {f.name: _plain(getattr(res, f.name)) for f in fields(res) if f.name not in ("axes", "notes")}
+    return json.dumps({"static": {**whole, "axes": axes}, "opset": opset, "acc": np.dtype(acc).name},
+                      sort_keys=True)
+
+
+def _plain(value):
+    """A field's value as JSON writes it: enums by value, Fractions as text, run-time sizes as "?"."""
+    if is_symbolic(value):
+        return "?"
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Fraction):
+        return str(value)
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
 
 
 def contract(em: Emitter, src: str, res: Resampling, choices: dict | None = None) -> tuple:
