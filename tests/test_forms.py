@@ -69,10 +69,14 @@ def test_shared_band_matches_the_taps_with_clamped_windows(mode, n, m, clamped):
     assert plan is not None and plan.shared and (plan.starts[0] < 0) == clamped   # edge windows read clamped rows
     np.testing.assert_allclose(band_dense(plan, m), taps.dense(), rtol=2e-6, atol=0)
     # issue 21: shared_band checks its band against the taps itself; judge it against an independent oracle
-    # too: onnxruntime's own forward Resize on the basis vectors (row i: A e_i), i.e. the gradient matrix A^T
-    fwd = OnnxResize([n, n], {"mode": mode}, sizes=[n, m])
-    a_t = run_model(build_resize(fwd), {"X": np.eye(n, dtype=np.float32)})[0]
-    np.testing.assert_allclose(band_dense(plan, m), a_t, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(band_dense(plan, m), _ort_gradient_matrix(n, m, mode=mode), rtol=2e-6, atol=1e-6)
+
+
+def _ort_gradient_matrix(n: int, m: int, **attrs) -> np.ndarray:
+    """The (n, m) gradient matrix A^T of a Resize n -> m as onnxruntime's own forward computes it: row i is the
+    forward of the basis vector e_i (an oracle independent of the taps the bands are built from)."""
+    fwd = OnnxResize([n, n], attrs, sizes=[n, m])
+    return run_model(build_resize(fwd), {"X": np.eye(n, dtype=np.float32)})[0]
 
 
 def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
@@ -82,6 +86,8 @@ def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
     taps = gradient_taps(res.axes[0], res)
     assert shared_band(taps, 0, 8) is None
     np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), taps.dense(), rtol=0, atol=0)
+    np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), _ort_gradient_matrix(32, 64, mode="cubic"),
+                               rtol=2e-6, atol=1e-6)
 
 
 def test_band_covers_any_map_exactly():
@@ -89,9 +95,11 @@ def test_band_covers_any_map_exactly():
                    op_type="ResizeGrad")
     res = to_canonical(r)
     taps = gradient_taps(res.axes[0], res)
+    oracle = _ort_gradient_matrix(37, 101, mode="cubic", coordinate_transformation_mode="align_corners")
     for tile in (1, 37):
         plan = band(taps, 0, tile)
         np.testing.assert_array_equal(band_dense(plan, 101), taps.dense())
+        np.testing.assert_allclose(band_dense(plan, 101), oracle, rtol=2e-6, atol=1e-6)
 
 
 def test_float16_and_float64_use_the_same_plans():
