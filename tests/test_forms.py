@@ -327,7 +327,8 @@ def _random_maps(seed: int, count: int):
         shape = [rng.randint(1, 3), rng.randint(1, 24)] + [rng.choice([rng.randint(2, 40), 37, 74, 48, 64, 128])
                                                            for _ in range(rank - 2)]
         first = rng.choice([1, 2, 2, 2]) if rank > 2 else 0
-        scales = [1.0] * first + [rng.choice([1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 1.5, 2.0, 2.0]) for _ in range(rank - first)]
+        factors = [1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 1.5, 2.0, 2.0]
+        scales = [1.0] * first + [rng.choice(factors) for _ in range(rank - first)]
         attrs = {"mode": mode, "coordinate_transformation_mode": rng.choice(["half_pixel", "asymmetric",
                                                                              "align_corners", "pytorch_half_pixel"])}
         if opset >= 18 and mode != "nearest" and rng.random() < 0.2:

@@ -29,5 +29,6 @@ def emit_conv_transpose(em: Emitter, src: str, res: Resampling, kernel: np.ndarr
     """Emit a depthwise ConvTranspose with stride = kernel shape: spreads each input over a block by `kernel`."""
     c = res.out_shape[1]
     weights = np.broadcast_to(kernel, (c, 1) + kernel.shape).copy()
-    return em.node("ConvTranspose", [src, em.const(weights, "spread_weights")], "spread",   # tensor names as before: same bytes
+    # the tensor names are those of the form's old name, "spread": the same bytes as before
+    return em.node("ConvTranspose", [src, em.const(weights, "spread_weights")], "spread",
                    kernel_shape=list(kernel.shape), strides=list(kernel.shape), group=c)
