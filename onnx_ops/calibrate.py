@@ -99,11 +99,10 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
     """Time every candidate form of each ResizeGrad node that admits more than one (a generic form, or static
     shapes); merge the winners into the cache at `path` (default_cache()) under this machine's key. Returns one
     (signature, form, {kind: ms}) per distinct node signature."""
-    from .lower import is_resize_grad
     path = path or default_cache()
     found = {}
-    for node in (n for n in _all_nodes(model) if is_resize_grad(n)):
-        measured = _static_node(model, node, stand_in) or _generic_node(model, node, stand_in)
+    for node, info in _resize_grad_nodes(model):
+        measured = _static_node(model, info, node, stand_in) or _generic_node(model, node, stand_in)
         if measured and measured[0] not in found and len(measured[1]) > 1:
             found[measured[0]] = measured[1:]
     results = []
@@ -126,29 +125,40 @@ def _generic_node(model, node, stand_in: tuple):
     return (rewrite.signature, rewrite.candidates, single, feeds) if rewrite.signature else None
 
 
-def _static_node(model, node, stand_in: tuple):
+def _static_node(model, info, node, stand_in: tuple):
     """(signature, candidate forms, one-node model, feeds) of a node whose shapes are known when lowering (run-time
-    dims only on axes it does not resize, measured at stand-in sizes), or None."""
-    read = _static_read(model, node)
+    dims only on axes it does not resize, measured at stand-in sizes), or None. `info`: its graph's, or None."""
+    read = _static_read(info, node)
     if read is None:
         return None
     info, res, elem, acc = read
     sig = static_signature(res, info.opset, acc)
     single, feeds = _static_model(model, node, info, res, elem, stand_in)
-    again = _static_read(single, single.graph.node[0])
+    again = _static_read(_graph_info(single), single.graph.node[0])
     if again is None or static_signature(again[1], again[0].opset, again[3]) != sig:
         return None                        # the one-node copy would not lower as this node does
     return sig, static_candidates(res, info.opset, acc), single, feeds
 
 
-def _static_read(model, node):
-    """(graph info, canonical map, element type, accumulation type) of a static node as lower() reads it by
-    default, or None."""
+def _graph_info(model):
+    """The shapes, types and constants lower() reads a model's graphs with (default semantics), or None."""
     from dml_desc.conventions.onnx import resolve_semantics
-    from .lower import NP_OF, _GraphInfo
+    from .lower import _GraphInfo
     try:
         info = _GraphInfo(model)
-        info.semantics = resolve_semantics(None)
+    except DescError:
+        return None
+    info.semantics = resolve_semantics(None)
+    return info
+
+
+def _static_read(info, node):
+    """(graph info, canonical map, element type, accumulation type) of a static node as lower() reads it by
+    default, or None."""
+    from .lower import NP_OF
+    if info is None:
+        return None
+    try:
         read = info.read(node)
     except DescError:
         return None
@@ -181,10 +191,14 @@ def _static_model(model, node, info, res, elem: int, stand_in: tuple) -> tuple:
                     "X": np.zeros(x_shape, dtype)}
 
 
-def _all_nodes(model):
+def _resize_grad_nodes(model) -> list:
+    """(node, graph info) of every ResizeGrad: in the graphs (read once), and in functions (info None: a function
+    body has no static shapes)."""
+    from .lower import is_resize_grad
     from .model import graphs
-    nodes = [n for g in graphs(model.graph) for n in g.node]
-    return nodes + [n for f in model.functions for n in f.node]
+    info = _graph_info(model)
+    nodes = [(n, info) for g in graphs(model.graph) for n in g.node if is_resize_grad(n)]
+    return nodes + [(n, None) for f in model.functions for n in f.node if is_resize_grad(n)]
 
 
 def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int) -> float:
