@@ -1,6 +1,6 @@
-"""`dml-desc calibrate` and `lower(calibration=...)`: measured choices for shape-generic nodes, used only when
-asked, keyed by machine; the same model and cache give the same bytes. Real onnxruntime sessions (tiny stand-in
-shapes: these tests check the mechanism, they measure nothing)."""
+"""`dml-desc calibrate` and `lower(calibration=...)`: measured choices for shape-generic and static nodes, used
+only when asked, keyed by machine; the same model and cache give the same bytes. Real onnxruntime sessions (tiny
+stand-in shapes: these tests check the mechanism, they measure nothing)."""
 import json
 import os
 import subprocess
