@@ -1,11 +1,13 @@
-"""Measured form choice for the dynamic path, only when asked: `dml-desc calibrate` and `lower(calibration=...)`.
+"""Measured form choice, only when asked: `dml-desc calibrate` and `lower(calibration=...)`.
 
 By default `lower` picks a node's form by rule and cost model, so its output depends on the model alone. Here a
-ResizeGrad that takes a shape-generic form (onnx_ops.generic_forms) can instead take the fastest of its
-candidates as measured on the executing onnxruntime:
+ResizeGrad can instead take the fastest of its candidates as measured on the executing onnxruntime:
 
-- each generic spelling the node admits ("resize", "pool", "conv", "sepconv", "block");
-- the general in-graph path ("general").
+- a shape-generic node (onnx_ops.generic_forms): each generic spelling it admits ("resize", "pool", "conv",
+  "sepconv", "block") and the general in-graph path ("general");
+- a static node (shapes known when lowering): the cost model's choice among the forms of the registry
+  (onnx_ops.forms.registry) and the next cheapest applicable ones by estimate (forms.CANDIDATES in all, e.g.
+  "band", "Resize", "kron"), keyed by forms.signature (its canonical map, opset and accumulation type).
 
 `calibrate_model` times each candidate on stand-in shapes (symbolic N -> STAND_IN_BATCH, C -> STAND_IN_CHANNELS,
 other symbolic dims -> STAND_IN_LENGTH) and records the winner and every time. It writes them to a JSON cache
@@ -26,9 +28,12 @@ from onnx import helper
 
 from dml_desc.errors import DescError, require
 
+from .forms import FORMS, candidates as static_candidates, is_symbolic, signature as static_signature
+
 CACHE_VERSION = 1
 STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH = 4, 32, 96
 KINDS = ("resize", "pool", "conv", "block", "sepconv", "general")
+FORM_NAMES = KINDS + tuple(FORMS)      # the names a cache entry may hold: generic kinds, static forms
 
 
 def default_cache() -> str:
@@ -76,7 +81,7 @@ def choices(calibration, machine: str | None = None) -> dict:
     require(isinstance(calibration, (str, os.PathLike)), "calibration", type(calibration).__name__,
             "must be a cache file path or a {signature: form} dict")
     entry = read_cache(os.fspath(calibration)).get(machine or machine_key(), {})
-    return {sig: v["form"] for sig, v in entry.items() if isinstance(v, dict) and v.get("form") in KINDS}
+    return {sig: v["form"] for sig, v in entry.items() if isinstance(v, dict) and v.get("form") in FORM_NAMES}
 
 
 def signature(attrs: dict, factors: dict, rank: int, channels, opset: int, elem: int) -> str:
@@ -91,33 +96,106 @@ def signature(attrs: dict, factors: dict, rank: int, channels, opset: int, elem:
 
 def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: int = 0, rounds: int = 5,
                     stand_in: tuple = (STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH)) -> list:
-    """Time every candidate form of each ResizeGrad node that admits a generic form; merge the winners into the
-    cache at `path` (default_cache()) under this machine's key. Returns one (signature, form, {kind: ms}) per
-    distinct node signature."""
-    from .lower import is_resize_grad, lower
+    """Time every candidate form of each ResizeGrad node that admits more than one (a generic form, or static
+    shapes); merge the winners into the cache at `path` (default_cache()) under this machine's key. Returns one
+    (signature, form, {kind: ms}) per distinct node signature."""
     path = path or default_cache()
     found = {}
-    for node in (n for n in _all_nodes(model) if is_resize_grad(n)):
-        try:
-            single, feeds = _one_node_model(model, node, stand_in)
-        except DescError:
-            continue                       # no constant scales, rank or type here: the rule's general path
-        rewrite = lower(single).rewrites[0]
-        if rewrite.signature and rewrite.signature not in found and len(rewrite.candidates) > 1:
-            found[rewrite.signature] = (single, feeds, rewrite.candidates)
+    for node, info in _resize_grad_nodes(model):
+        measured = _static_node(model, info, node, stand_in) or _generic_node(model, node, stand_in)
+        if measured and measured[0] not in found and len(measured[1]) > 1:
+            found[measured[0]] = measured[1:]
     results = []
-    for sig, (single, feeds, candidates) in found.items():
+    for sig, (candidates, single, feeds) in found.items():
         times = {kind: _time_kind(single, feeds, sig, kind, threads, rounds) for kind in candidates}
-        best = min(times, key=lambda k: (times[k], KINDS.index(k)))
+        best = min(times, key=lambda k: (times[k], FORM_NAMES.index(k)))
         results.append((sig, best, times))
     _merge(path, results)
     return results
 
 
-def _all_nodes(model):
-    from .model import graphs
-    nodes = [n for g in graphs(model.graph) for n in g.node]
-    return nodes + [n for f in model.functions for n in f.node]
+def _generic_node(model, node, stand_in: tuple):
+    """(signature, candidate kinds, one-node model, feeds) of a shape-generic node, or None."""
+    from .lower import lower
+    try:
+        single, feeds = _one_node_model(model, node, stand_in)
+    except DescError:
+        return None                        # no constant scales, rank or type here: the rule's general path
+    rewrite = lower(single).rewrites[0]
+    return (rewrite.signature, rewrite.candidates, single, feeds) if rewrite.signature else None
+
+
+def _static_node(model, info, node, stand_in: tuple):
+    """(signature, candidate forms, one-node model, feeds) of a node whose shapes are known when lowering (run-time
+    dims only on axes it does not resize, measured at stand-in sizes), or None. `info`: its graph's, or None."""
+    read = _static_read(info, node)
+    if read is None:
+        return None
+    info, res, elem, acc = read
+    sig = static_signature(res, info.opset, acc)
+    single, feeds = _static_model(model, node, info, res, elem, stand_in)
+    again = _static_read(_graph_info(single), single.graph.node[0])
+    if again is None or static_signature(again[1], again[0].opset, again[3]) != sig:
+        return None                        # the one-node copy would not lower as this node does
+    return sig, static_candidates(res, info.opset, acc), single, feeds
+
+
+def _graph_info(model):
+    """The shapes, types and constants lower() reads a model's graphs with (default semantics), or None."""
+    from dml_desc.conventions.onnx import resolve_semantics
+    from .planning import graph_info
+    try:
+        return graph_info(model, resolve_semantics(None))
+    except DescError:
+        return None
+
+
+def _static_read(info, node):
+    """(graph info, canonical map, element type, accumulation type) of a static node as lower() reads it by
+    default, or None."""
+    from .planning import NP_OF
+    if info is None:
+        return None
+    try:
+        read = info.read(node)
+    except DescError:
+        return None
+    if not isinstance(read, tuple) or read[2] not in NP_OF:
+        return None                        # a dynamic read, or no element type
+    return info, read[1], read[2], NP_OF[read[2]]
+
+
+def _static_model(model, node, info, res, elem: int, stand_in: tuple) -> tuple:
+    """(model holding only `node`, feeds): dY and X with the map's shapes (run-time dims kept symbolic, fed at
+    stand-in sizes), roi and scales as the constants they are."""
+    dims = [[f"d{a}" if is_symbolic(n) else int(n) for a, n in enumerate(shape)] for shape in (res.out_shape,
+                                                                                               res.in_shape)]
+    inputs, inits = ["dY", "X"], []
+    for k in (2, 3):
+        values, name = info.const(node, k)
+        inputs.append(name if values is not None else "")
+        if values is not None:
+            inits.append(onnx.numpy_helper.from_array(info.consts[name], name))
+    copy = helper.make_node("ResizeGrad", inputs, ["dX"], domain="com.microsoft", name=node.name or "ResizeGrad")
+    copy.attribute.extend(node.attribute)
+    graph = helper.make_graph([copy], "calibration", [helper.make_tensor_value_info("dY", elem, dims[0]),
+                                                      helper.make_tensor_value_info("X", elem, dims[1])],
+                              [helper.make_tensor_value_info("dX", elem, dims[1])], inits)
+    single = helper.make_model(graph, ir_version=model.ir_version, opset_imports=list(model.opset_import))
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
+    dy_shape, x_shape = ([stand_in[min(a, 2)] if isinstance(d, str) else d for a, d in enumerate(shape)]
+                         for shape in dims)
+    return single, {"dY": np.random.default_rng(0).standard_normal(dy_shape).astype(dtype),
+                    "X": np.zeros(x_shape, dtype)}
+
+
+def _resize_grad_nodes(model) -> list:
+    """(node, graph info) of every ResizeGrad: in the graphs (read once), and in functions (info None: a function
+    body has no static shapes)."""
+    from .graph_walk import graphs, is_resize_grad
+    info = _graph_info(model)
+    nodes = [(n, info) for g in graphs(model.graph) for n in g.node if is_resize_grad(n)]
+    return nodes + [(n, None) for f in model.functions for n in f.node if is_resize_grad(n)]
 
 
 def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int) -> float:

@@ -81,7 +81,7 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    """Measure the candidate forms of each shape-generic ResizeGrad of a model on this onnxruntime; cache winners."""
+    """Measure the candidate forms of each ResizeGrad of a model on this onnxruntime; cache the winners."""
     from .calibrate import calibrate_model, default_cache, machine_key
     from .validate import load_model
     require(os.path.exists(args.input), "IN", args.input, "does not exist")
@@ -132,9 +132,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     lo.add_argument("--semantics", choices=SEMANTICS, help=SEMANTICS_HELP)
     lo.add_argument("--calibration", metavar="CACHE.json",
                     help="use the forms `dml-desc calibrate` measured fastest on this machine (CPU model and "
-                    "onnxruntime version) for shape-generic nodes; without it the output depends on the model alone")
+                    "onnxruntime version); without it the output depends on the model alone")
     lo.set_defaults(func=cmd_lower)
-    ca = sub.add_parser("calibrate", help="measure the candidate forms of a model's shape-generic ResizeGrad nodes "
+    ca = sub.add_parser("calibrate", help="measure the candidate forms of a model's ResizeGrad nodes "
                         "on this onnxruntime and cache the fastest (used by `lower --calibration`)")
     ca.add_argument("input", metavar="IN.onnx")
     ca.add_argument("--cache", metavar="CACHE.json", help="the cache file (default $DML_DESC_CALIBRATION, else "

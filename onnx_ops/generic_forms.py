@@ -265,7 +265,7 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
     proven for every length in FAMILY; (None, False) otherwise. The static lowering prefers it unless the band
     plan is estimated PREFER_RESIZE x cheaper."""
     from .forms import find_resize, plan_axes, resize_cost
-    from .lower import PREFER_RESIZE
+    from .forms import PREFER_RESIZE
     if any(f.block for f in forms.values()) or opset < 18:
         return None, False
     shape = [d if isinstance(d, int) else (1, 16)[a] if a < 2 else STAND_IN for a, d in enumerate(dims)]

@@ -12,19 +12,14 @@ from onnx import TensorProto, helper
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 
-from .bridge import combined, deconv_form, emit_conv, emit_spread, spread_form
 from .calibrate import signature as calibration_signature
 from .dynamic import DynamicPlan, emit_dynamic
-from .forms import (Emitter, block_factors, emit_block, emit_kron, emit_plan, emit_pool, emit_resize, find_resize,
-                    conv_cost, is_symbolic, kron_cost, kron_form, plan_axes, pool_form, resize_cost)
+from .forms import PREFER_RESIZE, Emitter, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
 from .generic_forms import emit_generic_node, generic_form
-from . import kron_pairs_form
 from .graph_walk import fresh_prefix
 from .model import LOWERING_OPSET
 from .planning import NP_OF, DynamicRead
 from .validate import check_resize_grad, readable
-
-PREFER_RESIZE = 2.0   # one node, no intermediates, the reference's non-finite pattern: kept unless 2x dearer
 
 
 @dataclass
@@ -79,7 +74,7 @@ def lower_node(node, k: int, info, providers, scope: str):
         if "CUDAExecutionProvider" in providers and native_cuda_fits(r, res):
             return [node], [], Rewrite(node.name, res.mode.value, res.resized_axes, (), kept_native=True,
                                        scope=scope)
-        new, inits, forms = emit_gradient(node, res, elem, prefix, info.opset)
+        new, inits, forms = emit_gradient(node, res, elem, prefix, info.opset, info.choices)
         rewrite = Rewrite(node.name, res.mode.value, res.resized_axes, forms, scope=scope, notes=tuple(res.notes))
     name_after(new, base)
     return new, inits, rewrite
@@ -123,12 +118,13 @@ def _emit_dynamic(node, plan: DynamicPlan, elem, prefix: str, opset: int):
     return em.nodes, em.inits
 
 
-def emit_gradient(node, res, elem: int, prefix: str, opset: int = LOWERING_OPSET):
+def emit_gradient(node, res, elem: int, prefix: str, opset: int = LOWERING_OPSET,
+                  choices: dict | None = None):
     """(nodes, initializers, forms) computing `node`'s dX from dY for a static map `res`: the fastest form the
     taps prove equal. Every lowered static gradient comes from here: `lower` / `lower_file` for a model's nodes,
     and onnx_ops.build.build_lowered for `build --lowered`, `dml-desc run` and the conformance suite."""
     em = Emitter(prefix, opset, NP_OF[elem], dims_from=node.input[0])   # run-time dims read from dY
-    forms = cast_wrapped(em, node, elem, lambda dy: _contract(em, dy, res))
+    forms = cast_wrapped(em, node, elem, lambda dy: contract(em, dy, res, choices))
     return em.nodes, em.inits, forms
 
 
@@ -158,37 +154,3 @@ def name_after(nodes: list, base: str) -> None:
     """Name each unnamed new node after the ResizeGrad it replaces: `<base>/lowered/<op>_<i>`."""
     for i, n in enumerate(nodes):
         n.name = n.name or f"{base}/lowered/{n.op_type}_{i}"
-
-
-def _contract(em: Emitter, cur: str, res):
-    """dX from dY in the form the cost model (onnx_ops.forms) estimates fastest among those the taps prove:
-    the band / dense / gather plan, kron, AveragePool, the one-node Conv forms, or a Resize (README "Lowering")."""
-    if kron_pairs_form.applies(res, em.opset, np.dtype(em.acc).itemsize):    # nearest x2: measured fastest
-        return kron_pairs_form.emit(em, cur, res)
-    kron = kron_form(res)
-    plans, cost = plan_axes(res, np.dtype(em.acc).itemsize)    # band / dense MatMuls or gathers, by cost
-    blocks = block_factors(res)
-    pool = pool_form(res, blocks, em.opset) if em.acc is np.float32 else None   # AveragePool: float32 here
-    if pool is not None:                   # by rule, where it measured fastest (onnx_ops.forms, README)
-        return emit_pool(em, cur, res, pool), ("avgpool",) * len(blocks)
-    if kron is not None and kron_cost(res, kron) <= cost:   # measured faster than Conv / ConvTranspose (README)
-        return emit_kron(em, cur, res, kron), kron.names(len(res.axes))
-    f32 = em.acc is np.float32             # onnxruntime's CPU Conv, ConvTranspose and Resize are float32 here
-    f32 = f32 and kron is None and conv_cost(res) <= cost
-    parts = deconv_form(res) if f32 and blocks else None
-    single = combined(res, parts) if parts else None
-    if single:         # measured faster than Reshape + ReduceSum on onnxruntime CPU (README, benchmark)
-        return emit_conv(em, cur, *single), ("deconv(ones)",) * len(parts)
-    spread = spread_form(res) if f32 else None
-    if spread is not None:   # integer downsampling: measured faster than a nearest Resize (README)
-        return emit_spread(em, cur, res, spread), ("conv_transpose",) * len(res.resized_axes)
-    if blocks and f32:
-        return emit_block(em, cur, res, blocks), ("block-sum",) * len(blocks)
-    found = find_resize(res, em.opset) if em.acc is np.float32 else None
-    if found and resize_cost(res, found[0]) <= PREFER_RESIZE * cost:
-        cand, spelling = found
-        form = f"Resize({cand.mode.value}{', antialias' if cand.antialias else ''})"
-        return emit_resize(em, cur, res, spelling), (form,) * len(res.resized_axes)
-    cur, names = emit_plan(em, cur, res, plans)
-    order = {p.axis: name for p, name in zip(plans, names)}
-    return cur, tuple(order[a] for a in res.resized_axes)

@@ -1,6 +1,6 @@
-"""`dml-desc calibrate` and `lower(calibration=...)`: measured choices for shape-generic nodes, used only when
-asked, keyed by machine; the same model and cache give the same bytes. Real onnxruntime sessions (tiny stand-in
-shapes: these tests check the mechanism, they measure nothing)."""
+"""`dml-desc calibrate` and `lower(calibration=...)`: measured choices for shape-generic and static nodes, used
+only when asked, keyed by machine; the same model and cache give the same bytes. Real onnxruntime sessions (tiny
+stand-in shapes: these tests check the mechanism, they measure nothing)."""
 import json
 import os
 import subprocess
@@ -98,3 +98,108 @@ def test_cli_calibrate_then_lower_with_the_cache(tmp_path):
     out = run("lower", str(src), "-o", str(dst), "--calibration", str(cache))
     assert out.returncode == 0, out.stderr
     assert ("Resize(identity)" in out.stdout) == (best == "general")
+
+
+# ---- static nodes (issue 19): the registry's candidates, measured -----------------------------------------------
+
+def static_model(run_time_batch=False):
+    """linear x2 on 2x4x16x16 at opset 19: the cost model takes Resize(antialias); the band also applies."""
+    from dml_desc.conventions.onnx import OnnxResize
+    from onnx_ops import build_resize_grad
+    m = build_resize_grad(OnnxResize([2, 4, 16, 16], {"mode": "linear"}, scales=[1, 1, 2, 2], opset=19,
+                                     op_type="ResizeGrad"))
+    if run_time_batch:
+        for value in list(m.graph.input) + list(m.graph.output):
+            value.type.tensor_type.shape.dim[0].dim_param = "N"
+    return m
+
+
+def static_reference(dy):
+    from conformance.reference import resize_grad
+    from dml_desc.conventions.onnx import OnnxResize, to_canonical
+    res = to_canonical(OnnxResize([dy.shape[0], 4, 16, 16], {"mode": "linear"}, scales=[1, 1, 2, 2], opset=19,
+                                  op_type="ResizeGrad"))
+    return resize_grad(dy.astype(np.float64), res)
+
+
+def test_calibrate_measures_a_static_nodes_registry_candidates_and_lower_emits_the_winner(tmp_path):
+    from onnx_ops.forms import FORMS
+    path = str(tmp_path / "cal.json")
+    m = static_model()
+    assert lower(m).rewrites[0].forms[0] == "Resize(linear, antialias)"          # the cost model's choice
+    results = calibrate_model(m, path, threads=1, rounds=1)
+    assert len(results) == 1
+    sig, best, times = results[0]
+    assert list(times) == ["Resize", "band"] and best == min(times, key=times.get)   # model's choice first
+    assert json.loads(sig)["static"]["mode"] == "linear" and read_cache(path)[machine_key()][sig]["form"] == best
+    first, report = lower(m, calibration=path)
+    assert report[0].forms[0].startswith({"Resize": "Resize(", "band": "dense"}[best]) and best in FORMS
+    assert first.SerializeToString() == lower(m, calibration=path).model.SerializeToString()     # reproducible
+    other = lower(m, calibration=path, machine="another CPU | onnxruntime 0").model       # no entry: cost model
+    assert other.SerializeToString() == lower(m).model.SerializeToString()
+
+
+@pytest.mark.parametrize("form, first_op", [("Resize", "Resize"), ("band", "MatMul")])
+def test_each_static_candidate_lowers_exactly_and_deterministically(form, first_op):
+    m = static_model()
+    sig, names = _static_entry()
+    assert form in names
+    lowered, report = lower(m, calibration={sig: form})
+    assert first_op in [n.op_type for n in lowered.graph.node]
+    assert lowered.SerializeToString() == lower(m, calibration={sig: form}).model.SerializeToString()
+    dy = np.random.default_rng(1).standard_normal((2, 4, 32, 32)).astype(np.float32)
+    got = session(lowered).run(None, {"dY": dy, "X": np.zeros((2, 4, 16, 16), np.float32)})[0]
+    np.testing.assert_allclose(got, static_reference(dy), rtol=0, atol=1e-5)
+
+
+def _static_entry():
+    """(signature, candidates) of static_model()'s node, from its canonical map."""
+    from onnx_ops.calibrate import static_candidates, static_signature
+    from dml_desc.conventions.onnx import OnnxResize, to_canonical
+    res = to_canonical(OnnxResize([2, 4, 16, 16], {"mode": "linear"}, scales=[1, 1, 2, 2], opset=19,
+                                  op_type="ResizeGrad"))
+    return static_signature(res, 19, np.float32), static_candidates(res, 19, np.float32)
+
+
+def test_a_static_node_with_a_run_time_batch_is_measured_at_a_stand_in_size(tmp_path):
+    m = static_model(run_time_batch=True)
+    assert not lower(m).rewrites[0].dynamic
+    results = calibrate_model(m, str(tmp_path / "cal.json"), threads=1, rounds=1, stand_in=(3, 4, 16))
+    (sig, best, times), = results
+    assert json.loads(sig)["static"]["axes"][0]["in_size"] == "?" and set(times) == {"Resize", "band"}
+    lowered, _ = lower(m, calibration=str(tmp_path / "cal.json"))
+    dy = np.random.default_rng(2).standard_normal((3, 4, 32, 32)).astype(np.float32)
+    got = session(lowered).run(None, {"dY": dy, "X": np.zeros((3, 4, 16, 16), np.float32)})[0]
+    np.testing.assert_allclose(got, static_reference(dy), rtol=0, atol=1e-5)
+
+
+def test_without_a_cache_the_static_choice_is_the_cost_models_on_any_machine(tmp_path, monkeypatch):
+    m = static_model()
+    sig, _ = _static_entry()
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"version": 1, "entries": {machine_key(): {sig: {"form": "band", "ms": {}}}}}))
+    monkeypatch.setenv("DML_DESC_CALIBRATION", str(path))
+    plain = lower(m).model.SerializeToString()
+    assert plain == lower(m, calibration={}).model.SerializeToString()
+    import onnx_ops.calibrate as calibrate
+    monkeypatch.setattr(calibrate, "cpu_model", lambda: "some other CPU")                 # another machine
+    assert lower(m).model.SerializeToString() == plain
+    assert lower(m, calibration=str(path)).model.SerializeToString() == plain           # its entry is not there
+    assert lower(m, calibration={sig: "avgpool"}).model.SerializeToString() == plain    # a form it cannot take
+
+
+def test_cli_calibrates_a_static_node_and_lower_prints_the_cached_form(tmp_path):
+    import onnx
+    src, dst, cache = tmp_path / "m.onnx", tmp_path / "low.onnx", tmp_path / "cal.json"
+    onnx.save(static_model(), str(src))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "dml_desc.cli", *a], capture_output=True, text=True,  # noqa
+                                    env=env, timeout=600)
+    out = run("calibrate", str(src), "--cache", str(cache), "--rounds", "1", "--threads", "1")
+    assert out.returncode == 0, out.stderr
+    assert "1 choice(s)" in out.stdout and '"static"' in out.stdout
+    best = next(iter(read_cache(str(cache))[machine_key()].values()))["form"]
+    out = run("lower", str(src), "-o", str(dst), "--calibration", str(cache))
+    assert out.returncode == 0, out.stderr
+    assert ("Resize(linear, antialias)" in out.stdout) == (best == "Resize")
+    assert ("dense" in out.stdout) == (best == "band")

@@ -69,10 +69,14 @@ def test_shared_band_matches_the_taps_with_clamped_windows(mode, n, m, clamped):
     assert plan is not None and plan.shared and (plan.starts[0] < 0) == clamped   # edge windows read clamped rows
     np.testing.assert_allclose(band_dense(plan, m), taps.dense(), rtol=2e-6, atol=0)
     # issue 21: shared_band checks its band against the taps itself; judge it against an independent oracle
-    # too: onnxruntime's own forward Resize on the basis vectors (row i: A e_i), i.e. the gradient matrix A^T
-    fwd = OnnxResize([n, n], {"mode": mode}, sizes=[n, m])
-    a_t = run_model(build_resize(fwd), {"X": np.eye(n, dtype=np.float32)})[0]
-    np.testing.assert_allclose(band_dense(plan, m), a_t, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(band_dense(plan, m), _ort_gradient_matrix(n, m, mode=mode), rtol=2e-6, atol=1e-6)
+
+
+def _ort_gradient_matrix(n: int, m: int, **attrs) -> np.ndarray:
+    """The (n, m) gradient matrix A^T of a Resize n -> m as onnxruntime's own forward computes it: row i is the
+    forward of the basis vector e_i (an oracle independent of the taps the bands are built from)."""
+    fwd = OnnxResize([n, n], attrs, sizes=[n, m])
+    return run_model(build_resize(fwd), {"X": np.eye(n, dtype=np.float32)})[0]
 
 
 def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
@@ -82,6 +86,8 @@ def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
     taps = gradient_taps(res.axes[0], res)
     assert shared_band(taps, 0, 8) is None
     np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), taps.dense(), rtol=0, atol=0)
+    np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), _ort_gradient_matrix(32, 64, mode="cubic"),
+                               rtol=2e-6, atol=1e-6)
 
 
 def test_band_covers_any_map_exactly():
@@ -89,9 +95,11 @@ def test_band_covers_any_map_exactly():
                    op_type="ResizeGrad")
     res = to_canonical(r)
     taps = gradient_taps(res.axes[0], res)
+    oracle = _ort_gradient_matrix(37, 101, mode="cubic", coordinate_transformation_mode="align_corners")
     for tile in (1, 37):
         plan = band(taps, 0, tile)
         np.testing.assert_array_equal(band_dense(plan, 101), taps.dense())
+        np.testing.assert_allclose(band_dense(plan, 101), oracle, rtol=2e-6, atol=1e-6)
 
 
 def test_float16_and_float64_use_the_same_plans():
@@ -282,3 +290,114 @@ def test_pool_form_keeps_symbolic_batch_and_channels():
         dy = np.random.default_rng(n).standard_normal((n, c, 12, 20)).astype(np.float32)
         dx = run_model(lowered, {"dY": dy, "X": np.zeros((n, c, 6, 10), np.float32)})[0]
         np.testing.assert_allclose(dx, dy.reshape(n, c, 6, 2, 10, 2).sum((3, 5)), rtol=0, atol=1e-6 * np.abs(dx).max())
+
+
+# ---- the registry (issue 21): one Form per spelling, walked in order --------------------------------------------
+
+def _old_chain(res, opset: int, acc) -> str:
+    """The hand-ordered if-chain `lower._contract` was before the registry (with the kron-pairs rule in front, as
+    it was added), kept as the oracle of its order."""
+    from onnx_ops.forms import (PREFER_RESIZE, block_factors, combined, conv_cost, conv_transpose_form, deconv_form,
+                                find_resize, kron_cost, kron_form, pool_form, resize_cost)
+    from onnx_ops.forms import kron_pairs
+    if kron_pairs.applies(res, opset, np.dtype(acc).itemsize):       # the nearest x2 rule, first (issue 19)
+        return kron_pairs.NAME
+    kron, cost, blocks = kron_form(res), plan_axes(res, np.dtype(acc).itemsize)[1], block_factors(res)
+    if acc is np.float32 and pool_form(res, blocks, opset) is not None:
+        return "avgpool"
+    if kron is not None and kron_cost(res, kron) <= cost:
+        return "kron"
+    conv = acc is np.float32 and kron is None and conv_cost(res) <= cost
+    parts = deconv_form(res) if conv and blocks else None
+    if parts and combined(res, parts):
+        return "deconv(ones)"
+    if conv and conv_transpose_form(res) is not None:
+        return "conv_transpose"
+    if conv and blocks:
+        return "block-sum"
+    found = find_resize(res, opset) if acc is np.float32 else None
+    return "Resize" if found and resize_cost(res, found[0]) <= PREFER_RESIZE * cost else "band"
+
+
+def _random_maps(seed: int, count: int):
+    """Random ONNX ResizeGrad maps (every mode, integer and fractional factors, ranks 2-5, opsets 11-21) with an
+    accumulation type: drawn so that every form of the registry is the choice for some of them."""
+    import random
+    from dml_desc import DescError
+    rng = random.Random(seed)
+    while count:
+        opset, rank = rng.choice([11, 13, 17, 18, 19, 21]), rng.choice([2, 3, 4, 4, 5])
+        mode = rng.choice(["nearest", "nearest", "linear", "linear", "cubic"])
+        shape = [rng.randint(1, 3), rng.randint(1, 24)] + [rng.choice([rng.randint(2, 40), 37, 74, 48, 64, 128])
+                                                           for _ in range(rank - 2)]
+        first = rng.choice([1, 2, 2, 2]) if rank > 2 else 0
+        factors = [1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 1.5, 2.0, 2.0]
+        scales = [1.0] * first + [rng.choice(factors) for _ in range(rank - first)]
+        attrs = {"mode": mode, "coordinate_transformation_mode": rng.choice(["half_pixel", "asymmetric",
+                                                                             "align_corners", "pytorch_half_pixel"])}
+        if opset >= 18 and mode != "nearest" and rng.random() < 0.2:
+            attrs["antialias"] = 1
+        try:
+            res = to_canonical(OnnxResize(shape, attrs, scales=scales, opset=opset, op_type="ResizeGrad"))
+        except DescError:
+            continue
+        count -= 1
+        yield res, opset, rng.choice([np.float32, np.float32, np.float64])
+
+
+def test_the_registry_walk_picks_what_the_old_if_chain_picked_on_random_maps():
+    from onnx_ops.forms import REGISTRY, Gradient, choose
+    seen = set()
+    decisive = [(to_canonical(_spec("nearest", (2, 8, 64, 48), scales=(2.0, 2.0))), 19, np.float32),   # band:
+                # the Conv forms step aside where kron applies, even when kron is estimated dearer than the plan
+                (to_canonical(_spec("nearest", (3, 5, 48, 25), scales=(2.0, 2.0), opset=18)), 18, np.float32)]
+    for res, opset, acc in list(_random_maps(0, 300)) + decisive:      # avgpool before kron: kron is cheaper
+        picked = choose(Gradient(res, opset, acc))[0].name
+        assert picked == _old_chain(res, opset, acc), (res, opset, acc)
+        seen.add(picked)
+    assert seen == {form.name for form in REGISTRY}          # the draw reaches every form
+
+
+def test_the_registry_is_ordered_with_the_general_form_last():
+    from onnx_ops.forms import FORMS, REGISTRY
+    assert [f.name for f in REGISTRY] == ["kron-pairs", "avgpool", "kron", "deconv(ones)", "conv_transpose",
+                                          "block-sum", "Resize", "band"]
+    assert len(FORMS) == len(REGISTRY)
+    res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)))
+    from onnx_ops.forms import Gradient
+    assert FORMS["band"].applies(Gradient(res, 19, np.float64)) is not None     # always applies
+    assert FORMS["Resize"].applies(Gradient(res, 19, np.float64)) is None       # no double Resize on the CPU
+
+
+@pytest.mark.parametrize("name, forms", [("band", ("dense 1x16->8", "dense 1x24->12")),
+                                         ("Resize", ("Resize(linear, antialias)",) * 2),
+                                         ("kron", None)])
+def test_contract_emits_a_named_form_where_it_applies_else_the_cost_models(name, forms):
+    """A calibration names a form by signature; one the gradient cannot take (kron for linear x2) is ignored."""
+    from onnx_ops.forms import signature
+    r = _spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0))
+    res = to_canonical(r)
+    model = build_resize_grad(r)
+    lowered, report = lower(model, calibration={signature(res, 19, np.float32): name})
+    assert report[0].forms == (forms or lower(model).rewrites[0].forms)
+    dy = np.random.default_rng(2).standard_normal(res.out_shape).astype(np.float32)
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+    np.testing.assert_allclose(dx, resize_grad(dy.astype(np.float64), res), rtol=0, atol=1e-5)
+
+
+def test_find_resize_skips_only_maps_onnx_cannot_spell(monkeypatch):
+    from dml_desc.errors import ConversionError
+    from onnx_ops.forms import find_resize, resize
+    res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)))
+    assert find_resize(res, 19) is not None
+
+    def refuse(*args, **kwargs):
+        raise ConversionError("mode", "linear", "no exact spelling")
+    monkeypatch.setattr(resize.onnx_conv, "from_canonical", refuse)
+    assert find_resize(res, 19) is None
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug, not a refusal")
+    monkeypatch.setattr(resize.onnx_conv, "from_canonical", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        find_resize(res, 19)

@@ -1,4 +1,4 @@
-"""The kron-pairs form of nearest x2 gradients (onnx_ops/kron_pairs_form.py): picked where it measured fastest,
+"""The kron-pairs form of nearest x2 gradients (onnx_ops/forms/kron_pairs.py): picked where it measured fastest,
 bitwise equal to NumPy summing the same pairs in the same order (and close to the float64 reference), the same
 bits on every thread count, non-finite values kept inside their MatMul row, at every opset's Split."""
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from onnx_ops import build_resize_grad, lower, run_model
-from onnx_ops import kron_pairs_form
+from onnx_ops.forms import kron_pairs as kron_pairs_form
 
 NEAREST = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
 

@@ -57,7 +57,7 @@ def test_the_small_band_check_still_refuses_a_wrong_band():
     import numpy as np
     from dml_desc import conventions
     from dml_desc.weights import gradient_taps
-    from onnx_ops import forms
+    from onnx_ops.forms import bands as forms           # the module whose BAND_CHECK_ROWS the check reads
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 64], "mode": "linear", "size": [128],
                                         "align_corners": False})
     taps = gradient_taps(res.axes[2], res)

@@ -21,7 +21,9 @@ from onnx import helper
 
 from dml_desc.canonical import Resampling
 
-from .forms import NS_PER_BYTE, NS_PER_NODE, Emitter, block_factors, is_symbolic, pool_form
+from .block import block_factors, pool_form
+from .cost import NS_PER_BYTE, NS_PER_NODE
+from .emitter import Emitter, is_symbolic
 
 NAME = "kron-pairs"
 COLUMNS = (16, 8, 4, 2)      # dY values per MatMul row / 2: first dividing; 2 always does (even resized dims)

@@ -1,0 +1,151 @@
+"""One axis at a time: the gather form (Gather + Mul + ReduceSum, with MatMul piles for edge rows), and the
+per-axis plan: for each resized axis, in the cheapest order, a band, a transposed band or the gather form."""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dml_desc.canonical import Resampling
+from dml_desc.weights import Taps, gradient_taps
+
+from .bands import Band, band, emit_band, emit_band_transposed, shared_band
+from .cost import band_cost, copy_cost, gather_form_cost, swapped, transposes_cost
+from .emitter import Emitter
+
+DENSE_MAX_COLS = 16  # the gather form's last axis as one dense MatMul up to this many dY columns
+MAX_TILE = 64        # the largest band tile tried
+
+
+def split_piles(taps: Taps) -> tuple[Taps, list]:
+    """Rows far wider than the rest (outputs piled on an edge by clamping) come out as (row, first, weights)
+    so the gather table keeps its typical width and the cost stays linear."""
+    counts = (taps.weight != 0).sum(axis=1)
+    typical = int(np.median(counts[counts > 0])) if np.any(counts) else 1
+    heavy = np.flatnonzero(counts > 4 * typical + 4)
+    if not len(heavy):
+        return taps, []
+    piles = []
+    index, weight = taps.index.copy(), taps.weight.copy()
+    for r in heavy:
+        cols = index[r][weight[r] != 0]
+        first, last = int(cols.min()), int(cols.max())
+        dense = np.zeros(last - first + 1)
+        np.add.at(dense, cols - first, weight[r][weight[r] != 0])
+        piles.append((int(r), first, dense))
+        weight[r] = 0
+    order = np.argsort(weight == 0, axis=1, kind="stable")       # nonzero entries first
+    index, weight = np.take_along_axis(index, order, 1), np.take_along_axis(weight, order, 1)
+    width = max(int((weight != 0).sum(axis=1).max()), 1)
+    return Taps(index[:, :width], weight[:, :width], taps.cols), piles
+
+
+def emit_axis(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tuple[str, str]:
+    """Emit the gather form for one axis: per input index the few dY entries touching it (Gather + Mul +
+    ReduceSum, plus MatMul piles); returns (output name, form name).
+    """
+    light, piles = split_piles(taps)
+    out, form = _emit_gather(em, src, light, axis, rank)
+    for row, first, weights in piles:
+        cols = em.const(np.arange(first, first + len(weights)), "pile_index", np.int64)
+        shape = [len(weights)] + [1] * (rank - axis - 1)
+        part = em.node("Mul", [em.node("Gather", [src, cols], "pile", axis=axis), em.const(weights.reshape(shape),
+                                                                                          "pile_weight")], "piled")
+        pads = [0] * (2 * rank)
+        pads[axis], pads[rank + axis] = row, taps.rows - row - 1
+        out = em.node("Add", [out, em.pad(em.reduce_sum(part, [axis], keepdims=1), pads)], "unpiled")
+    return out, form + (f" + {len(piles)} edge pile(s)" if piles else "")
+
+
+def _emit_gather(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tuple[str, str]:
+    if axis == rank - 1 and taps.cols <= DENSE_MAX_COLS and taps.cols <= 2 * taps.width:
+        return em.node("MatMul", [src, em.const(taps.dense().T, "matrix")], "dense"), "dense"
+    if taps.width == 1:
+        g = em.node("Gather", [src, em.const(taps.index[:, 0], "index", np.int64)], "gathered", axis=axis)
+        if np.all(taps.weight == 1):
+            return g, "gather"
+        weight = taps.weight[:, 0].reshape([taps.rows] + [1] * (rank - axis - 1))
+        return em.node("Mul", [g, em.const(weight, "weight")], "weighted"), "gather"
+    g = em.node("Gather", [src, em.const(taps.index, "index", np.int64)], "gathered", axis=axis)
+    weight = taps.weight.reshape([taps.rows, taps.width] + [1] * (rank - axis - 1))
+    w = em.node("Mul", [g, em.const(weight, "weight")], "weighted")
+    return em.reduce_sum(w, [axis + 1]), f"gather-sum x{taps.width}"
+
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """How one axis is contracted: a band (dense when one tile), transposed around it on the last axis
+    when its tiles have different matrices, or the gather form."""
+    axis: int
+    kind: str                 # "band", "band-t" or "gather"
+    band: Band | None
+    cost: float
+
+    def name(self) -> str:
+        """The form name the report prints for this axis."""
+        if self.kind == "gather":
+            return "gather"
+        return self.band.name() + (", transposed" if self.kind == "band-t" else "")
+
+
+def axis_options(taps: Taps, axis: int, shape: list, itemsize: int) -> list:
+    """Every spelling of one axis's contraction on a tensor of `shape`, each with its estimated cost."""
+    m, n, last = shape[axis], taps.rows, axis == len(shape) - 1
+    rest = math.prod(shape) / m
+    light, piles = split_piles(taps)
+    out = [AxisPlan(axis, "gather", None, gather_form_cost(rest, m, light, [len(w) for _, _, w in piles], itemsize))]
+    swap = transposes_cost(rest, m, n, itemsize)
+    tiles = {n} | {t for t in range(1, min(n, MAX_TILE) + 1) if n % t == 0}
+    for tile in sorted(tiles, reverse=True):           # on a tie, the larger tile (fewer, larger GEMMs) wins
+        for plan in (shared_band(taps, axis, tile), band(taps, axis, tile)):
+            if plan is None:
+                continue
+            direct = not last or plan.shared
+            if not direct and len(shape) < 2:
+                continue
+            costed = plan if direct else replace(plan, axis=len(shape) - 2)
+            cost = band_cost(costed, shape if direct else swapped(shape), n, itemsize) + (0 if direct else swap)
+            out.append(AxisPlan(axis, "band" if direct else "band-t", plan, cost))
+    return out
+
+
+def plan_axes(res: Resampling, itemsize: int = 4) -> tuple:
+    """(per-axis plans in the order to apply them, estimated ns): the cheapest order and spelling."""
+    if not res.resized_axes:
+        return [], 0.0
+    best = (None, math.inf)
+    taps = {a: gradient_taps(res.axes[a], res) for a in res.resized_axes}
+    options = {}
+    for order in itertools.permutations(res.resized_axes):
+        shape, plans, total = list(res.out_shape), [], 0.0
+        for a in order:
+            key = (a, tuple(shape))
+            if key not in options:
+                options[key] = min(axis_options(taps[a], a, shape, itemsize), key=lambda p: p.cost)
+            plans.append(options[key])
+            total += plans[-1].cost
+            shape[a] = res.in_shape[a]
+        last = plans[-1]
+        if last.kind == "band" and not last.band.dense:      # a Reshape writing dX is a full copy
+            total += copy_cost(math.prod(res.in_shape), itemsize)
+        if total < best[1]:
+            best = (plans, total)
+    return best
+
+
+def emit_plan(em: Emitter, src: str, res: Resampling, plans: list) -> tuple:
+    """Emit each axis's plan (band, transposed band or gather) in turn; returns (dX's name, form names)."""
+    shape, cur, names = list(res.out_shape), src, []
+    for p in plans:
+        if p.kind == "gather":
+            cur, name = emit_axis(em, cur, gradient_taps(res.axes[p.axis], res), p.axis, len(shape))
+        else:
+            emit = emit_band if p.kind == "band" else emit_band_transposed
+            cur, name = emit(em, cur, p.band, shape), p.name()
+        names.append(name)
+        shape[p.axis] = res.in_shape[p.axis]
+    return cur, tuple(names)
+

@@ -1,0 +1,97 @@
+"""The Emitter every form writes its nodes with, and the placeholder for dims known only at run time."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+
+class SymbolicDim(int):
+    """A dim known only at run time, on an axis the node does not resize: 1 in arithmetic (the forms only
+    carry it along), read from the tensor's shape where Emitter.reshape needs it."""
+
+    def __new__(cls, axis: int):
+        dim = super().__new__(cls, 1)
+        dim.axis = axis
+        return dim
+
+    def __repr__(self):
+        return f"SymbolicDim(axis={self.axis})"
+
+
+def symbolic_dim(axis: int) -> SymbolicDim:
+    """A placeholder for the size of axis `axis` that is only known at run time (read from Shape())."""
+    return SymbolicDim(axis)
+
+
+def is_symbolic(n) -> bool:
+    """True when `n` is a SymbolicDim rather than an int."""
+    return isinstance(n, SymbolicDim)
+
+
+@dataclass
+class Emitter:
+    """Accumulates nodes and initializers under one name prefix."""
+    prefix: str
+    opset: int
+    acc: type
+    nodes: list = field(default_factory=list)
+    inits: list = field(default_factory=list)
+    count: int = 0
+    dims_from: str = ""   # a tensor whose shape gives the run-time (symbolic) dims, by axis
+
+    def name(self, what: str) -> str:
+        """A fresh tensor name under the prefix: `<prefix>_<what><k>`."""
+        self.count += 1
+        return f"{self.prefix}_{what}{self.count}"
+
+    def const(self, value, what: str, dtype=None) -> str:
+        """Add an initializer holding `value` (in `dtype`, default the accumulation type); returns its name."""
+        name = self.name(what)
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype or self.acc), name))
+        return name
+
+    def node(self, op: str, inputs: list, what: str, **attrs) -> str:
+        """Add one `op` node reading `inputs` with `attrs`; returns its output's name."""
+        out = self.name(what)
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def rename(self, src: str, final: str) -> None:
+        """Make the node that produced `src` write `final` directly (no trailing copy); an Identity when no node
+        of ours produced it (an identity map: dX is dY)."""
+        last = next((n for n in reversed(self.nodes) if src in n.output), None)
+        if last is None:
+            self.nodes.append(helper.make_node("Identity", [src], [final]))
+            return
+        last.output[list(last.output).index(src)] = final
+
+    def reduce_sum(self, src: str, axes: list, keepdims: int = 0) -> str:
+        """ReduceSum over `axes` (an input from opset 13, an attribute before)."""
+        if self.opset >= 13:
+            return self.node("ReduceSum", [src, self.const(axes, "axes", np.int64)], "sum", keepdims=keepdims)
+        return self.node("ReduceSum", [src], "sum", axes=axes, keepdims=keepdims)
+
+    def pad(self, src: str, pads: list) -> str:
+        """Zero padding; the pads input exists from opset 11, an attribute before."""
+        if self.opset >= 11:
+            return self.node("Pad", [src, self.const(pads, "pads", np.int64)], "padded")
+        return self.node("Pad", [src], "padded", pads=pads)
+
+    def reshape(self, src: str, shape: list) -> str:
+        """Reshape `src` to `shape` (symbolic dims read at run time)."""
+        return self.node("Reshape", [src, self.shape(shape)], "view")
+
+    def shape(self, shape: list) -> str:
+        """A shape input: a constant, or with symbolic dims read from Shape(dims_from) at run time."""
+        if not any(is_symbolic(n) for n in shape):
+            return self.const(shape, "shape", np.int64)
+        dims = self.node("Shape", [self.dims_from], "dims")
+        parts = [self.node("Gather", [dims, self.const([n.axis], "axis", np.int64)], "dim")
+                 if is_symbolic(n) else self.const([n], "size", np.int64) for n in shape]
+        return self.node("Concat", parts, "shape", axis=0)
+
+    def scale(self, src: str, factor: float) -> str:
+        """`src` multiplied by `factor` (no node when it is 1)."""
+        return src if factor == 1 else self.node("Mul", [src, self.const(factor, "factor")], "scaled")

@@ -1,0 +1,77 @@
+"""resize: the gradient taps equal (out/in) x the taps of another Resize (e.g. bilinear x2's gradient is 4 x an
+antialiased linear /2 Resize): one onnxruntime Resize node and a Mul."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dml_desc.canonical import AxisMap, Mode, Resampling, Rounding
+from dml_desc.conventions import onnx as onnx_conv
+from dml_desc.errors import ConversionError
+from dml_desc.weights import Taps, forward_taps, gradient_taps
+
+from .emitter import Emitter, is_symbolic
+
+
+def taps_close(a: Taps, b: Taps, factor: float = 1.0) -> bool:
+    """True when `a` and `factor` * `b` have the same sparsity and weights equal within float32 rounding."""
+    (ra, ca, wa), (rb, cb, wb) = a.merged(), b.merged()
+    return (np.array_equal(ra, rb) and np.array_equal(ca, cb)
+            and np.allclose(wa, factor * wb, rtol=2e-6, atol=1e-12))
+
+
+
+def _reverse(ax: AxisMap, rounding=Rounding.ROUND_PREFER_FLOOR) -> AxisMap:
+    """A half-pixel map from the gradient's side (out -> in) with onnxruntime's float32 scale."""
+    return AxisMap(ax.out_size, ax.in_size, float(np.float32(ax.in_size / ax.out_size)), 0.5, -0.5, rounding)
+
+
+def resize_candidates(res: Resampling):
+    """Canonical maps whose Resize, scaled by a constant, may equal the gradient of `res` (checked by the caller)."""
+    rank = len(res.axes)
+    ident = [AxisMap.identity(n) for n in res.out_shape]
+    for rounding in Rounding:
+        axes = list(ident)
+        for a in res.resized_axes:
+            axes[a] = _reverse(res.axes[a], rounding)
+        yield Resampling(tuple(axes), Mode.NEAREST)
+    if res.mode is Mode.NEAREST or res.antialias or not set(res.resized_axes) <= set(range(2, rank)):
+        return
+    axes = list(ident)
+    for a in res.resized_axes:
+        axes[a] = _reverse(res.axes[a])
+    yield Resampling(tuple(axes), res.mode, cubic_coeff_a=res.cubic_coeff_a, antialias=True)
+
+
+def find_resize(res: Resampling, opset: int):
+    """A Resize (canonical, ONNX spelling) whose taps are the gradient's, axis by axis, up to out/in."""
+    if opset < 11:                     # Resize-10 has no coordinate_transformation_mode
+        return None
+    for cand in resize_candidates(res):
+        if cand.antialias and opset < 18:
+            continue
+        if all(taps_close(gradient_taps(res.axes[a], res), forward_taps(cand.axes[a], cand),
+                          res.axes[a].out_size / res.axes[a].in_size) for a in res.resized_axes):
+            try:   # Resize-19 is the newest schema: read opsets above 21 as 21
+                spelling, _ = onnx_conv.from_canonical(cand, opset=max(opset, 11) if opset < 18 else min(opset, 21))
+            except ConversionError:        # no ONNX spelling states this map exactly
+                continue
+            if spelling.sizes is not None and any(is_symbolic(n) for n in spelling.sizes):
+                continue                   # sizes would bake a run-time dim
+            return cand, spelling
+    return None
+
+
+def emit_resize(em: Emitter, src: str, res: Resampling, spelling) -> str:
+    """Emit one ONNX Resize of `src` as `spelling` (an OnnxResize: scales or sizes) at the emitter's opset."""
+    inputs = [src, "", em.const(spelling.scales, "scales", np.float32)] if spelling.scales is not None else \
+        [src, "", "", em.const(spelling.sizes, "sizes", np.int64)]
+    if em.opset < 13:
+        inputs[1] = em.const([], "roi", np.float32)
+    factor = math.prod(res.axes[a].out_size / res.axes[a].in_size for a in res.resized_axes)
+    if math.prod(res.out_shape) < math.prod(res.in_shape):      # scale on the smaller side
+        inputs[0] = em.scale(src, factor)
+        return em.node("Resize", inputs, "resized", **spelling.attributes)
+    return em.scale(em.node("Resize", inputs, "resized", **spelling.attributes), factor)
+
