@@ -166,7 +166,8 @@ def cuda_cases() -> list:
     from .cases import Case, _random_grad
     out = []
     for name, attrs, scales in CUDA_CASES:
-        res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 8, 12], attrs, scales=scales, op_type="ResizeGrad"))
+        res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 8, 12], attrs, scales=scales, op_type="ResizeGrad"),
+                                     onnx_conv.installed_semantics())
         out.append(Case(f"cuda:{name}", "onnx", res, "f32", _random_grad(res, 5)))
     return out
 

@@ -112,7 +112,7 @@ def lower(model: onnx.ModelProto, providers: Sequence[str] = ("CPUExecutionProvi
         out.opset_import.append(helper.make_opsetid("", 19))     # the standard ops need an ai.onnx import
     check_text(out)
     info = readable("model", _GraphInfo, out)      # a corrupt model is a DescError, not onnx's own exception
-    info.semantics = onnx_conv.resolve_semantics(semantics)   # None: the installed onnxruntime's tie rule
+    info.semantics = onnx_conv.check_semantics(semantics)   # required: never the installed onnxruntime's
     info.choices = calibrated_choices(calibration, machine)   # {} by default: the output depends on the model alone
     report = []
     _lower_graph(out.graph, info, providers, report, "")
@@ -411,7 +411,7 @@ def _policy_sizes(where, attrs, x, dy, axes, roi, opset) -> list:
                                        else max(1, math.floor(s * x[a]) - 1)) for a in axes]
         node = onnx_conv.OnnxResize(x, attrs, roi, sizes=sizes, opset=min(max(opset, 10), 21), op_type="ResizeGrad")
         try:
-            res = onnx_conv.to_canonical(node)
+            res = onnx_conv.to_canonical(node, onnx_conv.STAND_IN_SEMANTICS)    # shapes only
         except DescError:
             continue
         if list(res.out_shape) == list(dy):
@@ -457,7 +457,7 @@ def _axes_of(attrs, x, scales, roi, roi_name, has_scales, opset):
         dummy.scales = scales if scales is not None else [1.0] * n
     else:
         dummy.sizes = [2] * n
-    onnx_conv.to_canonical(dummy)                  # every attribute and constant input checked, by name
+    onnx_conv.to_canonical(dummy, onnx_conv.STAND_IN_SEMANTICS)      # every attribute and constant input checked, by name
     return [a % rank for a in axes] if axes is not None else list(range(rank))
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from conformance.reference import resize, resize_grad
 from dml_desc import conventions
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions import onednn, onnx, tf, torch as torch_conv
 from dml_desc.weights import same_weights
 from tests.conftest import torch_or_skip
@@ -16,7 +17,7 @@ def _torch(mode, **kw):
 
 
 def _onnx(attrs, sizes):
-    return onnx.to_canonical(onnx.OnnxResize(NCHW, attrs, sizes=sizes))
+    return onnx.to_canonical(onnx.OnnxResize(NCHW, attrs, sizes=sizes), semantics=installed_semantics())
 
 
 def test_bilinear_half_pixel_upsample_in_five_conventions():
@@ -74,5 +75,5 @@ def test_torch_oracle_forward_and_backward(mode, kw):
 ])
 def test_torch_to_onnx_and_back(src):
     res = _torch(**src)
-    out, _ = conventions.dump("onnx", res, backward=False)
-    assert same_weights(res, conventions.load("onnx", out)[0])
+    out, _ = conventions.dump("onnx", res, backward=False, semantics=installed_semantics())
+    assert same_weights(res, conventions.load("onnx", out, semantics=installed_semantics())[0])

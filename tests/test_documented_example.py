@@ -4,6 +4,7 @@ import pytest
 
 from conformance.reference import resize, resize_grad
 from dml_desc import DML_RESAMPLE_GRAD_OPERATOR_DESC, ConversionError, DML_BUFFER_TENSOR_DESC
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc import conventions, dmljson
 from dml_desc.conventions import dml
 from tests.conftest import DOC_EXAMPLE, DX_DOC, DY_DOC, X_DOC, Y_DOC
@@ -34,8 +35,8 @@ def test_json_round_trip():
 @pytest.mark.parametrize("fmt", ["dml", "onnx", "torch"])
 def test_every_convention_that_can_express_it(fmt):
     res, backward = conventions.load("dml", DOC_EXAMPLE)
-    out, notes = conventions.dump(fmt, res, backward)
-    back, _ = conventions.load(fmt, out)
+    out, notes = conventions.dump(fmt, res, backward, semantics=installed_semantics())
+    back, _ = conventions.load(fmt, out, semantics=installed_semantics())
     check(back)
 
 

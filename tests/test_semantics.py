@@ -7,6 +7,7 @@ from onnx.reference import ReferenceEvaluator
 
 from conformance.reference import resize
 from dml_desc.conventions import onnx as onnx_conv
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from dml_desc.errors import DescError
 from dml_desc.weights import snap_ties
@@ -61,7 +62,7 @@ def test_semantics_names_are_checked_and_versions_map():
 def test_keep_aspect_ratio_lengths_round_halves_up():
     """X [2, 4], sizes [5, 5], not_larger: scale min(2.5, 1.25) = 1.25; 2 * 1.25 = 2.5 -> 3 as onnxruntime rounds."""
     r = OnnxResize([2, 4], {"mode": "linear", "keep_aspect_ratio_policy": "not_larger"}, sizes=[5, 5])
-    assert to_canonical(r).out_shape == (3, 5)
+    assert to_canonical(r, semantics=installed_semantics()).out_shape == (3, 5)
 
 
 @pytest.mark.parametrize("semantics,want", [("ort-1.19", 14), ("ort-1.27", 15), ("onnx-spec", 15)])
@@ -81,7 +82,7 @@ def test_lower_follows_the_chosen_semantics(semantics, want):
 def test_models_built_from_scratch_are_stamped_for_the_training_build():
     """IR 9 and ai.onnx 19 whatever onnx is installed (onnx 1.18+ would stamp IR 11, which 1.19.2 refuses)."""
     r = OnnxResize([1, 1, 4, 4], {"mode": "linear"}, scales=[1, 1, 2, 2], op_type="ResizeGrad")
-    for model in (build_resize_grad(r), build_resize_grad(r, lowered=True), build_resize(r)):
+    for model in (build_resize_grad(r), build_resize_grad(r, lowered=True, semantics=installed_semantics()), build_resize(r)):
         assert model.ir_version == IR_VERSION == 9
         assert {o.domain: o.version for o in model.opset_import}[""] == OPSET == 19
         onnx.checker.check_model(model, full_check=True)
