@@ -667,7 +667,7 @@ def _api_cases():
     from onnx_ops.lower import lower, lower_file
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 6], "mode": "linear", "size": [12],
                                         "align_corners": False})
-    model = build_resize_grad(res, np.float32)
+    model = build_resize_grad(res, np.float32, semantics=installed_semantics())
     return [
         (lambda: build_resize_grad(res, np.float32, lowered="no", semantics=installed_semantics()), "lowered"),
         (lambda: build_resize_grad(res, np.float32, lowered=1, semantics=installed_semantics()), "lowered"),
@@ -699,7 +699,7 @@ def test_a_known_provider_list_still_lowers():
     from onnx_ops.lower import lower
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 6], "mode": "linear", "size": [12],
                                         "align_corners": False})
-    _, report = lower(build_resize_grad(res, np.float32), providers=["CPUExecutionProvider"], semantics=installed_semantics())
+    _, report = lower(build_resize_grad(res, np.float32, semantics=installed_semantics()), providers=["CPUExecutionProvider"], semantics=installed_semantics())
     assert len(report) == 1
 
 

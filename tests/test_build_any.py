@@ -74,7 +74,7 @@ def test_tolerance_accepts_within_and_refuses_beyond():
 def test_within_tolerance_model_records_the_bound_and_runs_close():
     torch = pytest.importorskip("torch", reason="torch is not installed; the torch oracle is optional")
     res, _ = conventions.load("torch", ALIGN)
-    model = build_resize(res, tolerance=3e-7)
+    model = build_resize(res, tolerance=3e-7, semantics=installed_semantics())
     props = {p.key: p.value for p in model.metadata_props}
     assert "max |dw| = 2.4e-07" in props[TOLERANCE_KEY]
     x = np.random.default_rng(3).standard_normal(ALIGN["input_shape"]).astype(np.float32)
