@@ -457,7 +457,7 @@ def _axes_of(attrs, x, scales, roi, roi_name, has_scales, opset):
         dummy.scales = scales if scales is not None else [1.0] * n
     else:
         dummy.sizes = [2] * n
-    onnx_conv.to_canonical(dummy, onnx_conv.STAND_IN_SEMANTICS)      # every attribute and constant input checked, by name
+    onnx_conv.to_canonical(dummy, onnx_conv.STAND_IN_SEMANTICS)  # every attribute and constant input checked, by name
     return [a % rank for a in axes] if axes is not None else list(range(rank))
 
 

@@ -9,6 +9,8 @@ from dml_desc.conventions import onednn, onnx, tf, torch as torch_conv
 from dml_desc.weights import same_weights
 from tests.conftest import torch_or_skip
 
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
+
 NCHW = [2, 3, 6, 10]
 
 
@@ -17,7 +19,7 @@ def _torch(mode, **kw):
 
 
 def _onnx(attrs, sizes):
-    return onnx.to_canonical(onnx.OnnxResize(NCHW, attrs, sizes=sizes), semantics=installed_semantics())
+    return onnx.to_canonical(onnx.OnnxResize(NCHW, attrs, sizes=sizes), semantics=INSTALLED)
 
 
 def test_bilinear_half_pixel_upsample_in_five_conventions():
@@ -75,5 +77,5 @@ def test_torch_oracle_forward_and_backward(mode, kw):
 ])
 def test_torch_to_onnx_and_back(src):
     res = _torch(**src)
-    out, _ = conventions.dump("onnx", res, backward=False, semantics=installed_semantics())
-    assert same_weights(res, conventions.load("onnx", out, semantics=installed_semantics())[0])
+    out, _ = conventions.dump("onnx", res, backward=False, semantics=INSTALLED)
+    assert same_weights(res, conventions.load("onnx", out, semantics=INSTALLED)[0])

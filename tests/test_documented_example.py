@@ -9,6 +9,8 @@ from dml_desc import conventions, dmljson
 from dml_desc.conventions import dml
 from tests.conftest import DOC_EXAMPLE, DX_DOC, DY_DOC, X_DOC, Y_DOC
 
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
+
 
 def check(res):
     np.testing.assert_array_equal(resize(X_DOC, res), Y_DOC)
@@ -35,8 +37,8 @@ def test_json_round_trip():
 @pytest.mark.parametrize("fmt", ["dml", "onnx", "torch"])
 def test_every_convention_that_can_express_it(fmt):
     res, backward = conventions.load("dml", DOC_EXAMPLE)
-    out, notes = conventions.dump(fmt, res, backward, semantics=installed_semantics())
-    back, _ = conventions.load(fmt, out, semantics=installed_semantics())
+    out, notes = conventions.dump(fmt, res, backward, semantics=INSTALLED)
+    back, _ = conventions.load(fmt, out, semantics=INSTALLED)
     check(back)
 
 

@@ -11,6 +11,8 @@ import sys
 import pytest
 from dml_desc.conventions.onnx import installed_semantics
 
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.skipif(not shutil.which("sh"), reason="needs a POSIX shell for ulimit")
 
@@ -96,6 +98,6 @@ def test_a_small_zero_length_crop_still_has_its_gradient():
     res, _ = conventions.load("onnx", {"op_type": "Resize", "opset": 19, "input_shape": [1, 1, 8],
                                        "attributes": {"mode": "nearest",
                                                       "coordinate_transformation_mode": "tf_crop_and_resize"},
-                                       "roi": [0, 0, 0.5, 1, 1, 0.5], "sizes": [1, 1, 5]}, semantics=installed_semantics())
+                                       "roi": [0, 0, 0.5, 1, 1, 0.5], "sizes": [1, 1, 5]}, semantics=INSTALLED)
     taps = gradient_taps(res.axes[2], res)
     assert taps.dense().sum() == np.count_nonzero(taps.weight)

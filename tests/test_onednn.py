@@ -18,6 +18,8 @@ from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.errors import ConversionError, DescError
 from dml_desc.runtimes import onednn as runtime
 
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
+
 needs_onednn = pytest.mark.skipif(runtime.missing_reason() is not None, reason=str(runtime.missing_reason()))
 JIT = "jit:avx512_core"
 
@@ -98,7 +100,8 @@ def test_float32_steps_move_ties_on_large_axes():
     res = onednn.to_canonical(_doc([9464], [10236], 2, "NCX", "nearest"))
     assert res.axes[2].coords is not None and res.axes[2].coords[9672] == 8942.5
     exact = onnx_conv.to_canonical(onnx_conv.OnnxResize([1, 2, 9464], {"mode": "nearest", "nearest_mode":
-                                                                      "round_prefer_ceil"}, sizes=[1, 2, 10236]), semantics=installed_semantics())
+                                                                      "round_prefer_ceil"}, sizes=[1, 2, 10236]),
+                                     semantics=INSTALLED)
     with pytest.raises(ConversionError):        # ONNX's exact map rounds that output down: not oneDNN's
         conventions.dump("onednn", exact)
     # 7919 -> 5000 nearest, 3000 -> 7001 and 9464 -> 10236 linear: oneDNN's backward kernels are not the
@@ -139,7 +142,8 @@ def test_conv_transpose_backward_data_agrees_with_torch_autograd():
 def _written_documents():
     docs = []
     rng = np.random.default_rng(3)
-    maps = [onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], {"mode": m}, sizes=[2, 3, a, b]), semantics=installed_semantics())
+    maps = [onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], {"mode": m}, sizes=[2, 3, a, b]),
+                                   semantics=INSTALLED)
             for m in ("nearest", "linear") for a, b in ((12, 20), (9, 15), (3, 5))]
     maps += [onednn.to_canonical(_doc([int(i)], [int(o)], 2, "NXC", "linear")) for i, o in rng.integers(1, 40, (6, 2))]
     maps.append(onednn.to_canonical(_doc([7], [31], 2, "NCX", "nearest")))
@@ -219,7 +223,8 @@ def test_an_abort_inside_onednn_becomes_a_desc_error_and_the_batch_goes_on():
 
 def test_refused_conventions_and_a_missing_library_say_why(monkeypatch):
     ac = onnx_conv.to_canonical(onnx_conv.OnnxResize([1, 2, 4, 5], {"mode": "linear", "coordinate_transformation_mode":
-                                                                  "align_corners"}, sizes=[1, 2, 7, 9]), semantics=installed_semantics())
+                                                                  "align_corners"}, sizes=[1, 2, 7, 9]),
+                                  semantics=INSTALLED)
     with pytest.raises(ConversionError, match="align_corners"):
         runtime.interpolate_backward(ac, np.ones(ac.out_shape))
     monkeypatch.setenv(runtime.LIB_ENV, "/nonexistent/libdnnl.so.3")

@@ -65,7 +65,7 @@ def _with_tuned_scales(res: Resampling, candidates, mapper):
                 except DescError:
                     continue
                 ours, theirs = (r.normalized().with_(axes=(r.normalized().axes[a],)) for r in (res, mapped))
-                if same_weights(probe_head(ours), probe_head(theirs)) and same_weights(ours, theirs):   # head first: cheap
+                if same_weights(probe_head(ours), probe_head(theirs)) and same_weights(ours, theirs):  # head: cheap
                     scales[a] = trial
                     break
         if scales != list(node.scales):
@@ -88,7 +88,8 @@ def _candidates(res: Resampling, opset: int, op_type: str):
                 attrs = _attrs(res, ctm, nearest, opset_schema)
                 node = OnnxResize(list(res.in_shape), attrs, opset=opset, op_type=op_type)
                 if by == "scales":
-                    node.scales = [float(np.float32(_float(a.filter_scale))) if not a.is_identity else 1.0 for a in res.axes]
+                    node.scales = [float(np.float32(_float(a.filter_scale))) if not a.is_identity else 1.0
+                                   for a in res.axes]
                     if any(not math.isfinite(s) or s <= 0 for s in node.scales):
                         continue
                 else:

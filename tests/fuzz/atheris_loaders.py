@@ -16,6 +16,8 @@ import sys
 import traceback
 from dml_desc.conventions.onnx import installed_semantics
 
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 FINDINGS = os.environ.get("FUZZ_FINDINGS", "/tmp/dml_desc_fuzz_findings.txt")
@@ -84,16 +86,16 @@ def run_one(target: str, payload: bytes) -> None:
     if target == "onnx-bytes":
         from onnx_ops.lower import lower
         from onnx_ops.validate import check_written, parse_model
-        lowered, report = lower(parse_model(payload), semantics=installed_semantics())
+        lowered, report = lower(parse_model(payload), semantics=INSTALLED)
         if report:
             check_written(lowered)
         return
     obj = parse_json(payload, "input")
     if target in RESAMPLE:
-        res, backward = conventions.load(target, obj, semantics=installed_semantics())
+        res, backward = conventions.load(target, obj, semantics=INSTALLED)
         for fmt in RESAMPLE:
             try:
-                conventions.dump(fmt, res, backward, semantics=installed_semantics())
+                conventions.dump(fmt, res, backward, semantics=INSTALLED)
             except DescError:
                 pass
     elif target.startswith("deconv-"):
@@ -114,7 +116,7 @@ def run_one(target: str, payload: bytes) -> None:
             raise
         except Exception:
             return                          # the harness could not build the model: not a finding
-        lowered, _ = lower(model, semantics=installed_semantics())
+        lowered, _ = lower(model, semantics=INSTALLED)
         check_written(lowered)
 
 
