@@ -21,8 +21,7 @@ def read(fmt: str, obj, **options) -> Reading:
     `dml-desc convert --help`), a resize or ConvTransposeBackwardData, -> Reading. `backward` is True for a
     gradient description (DML RESAMPLE_GRAD*, oneDNN InterpolateBackward, ONNX ResizeGrad, a deconv), False for
     a forward one. Options: offset_reading='forward'|'swapped' (dml), semantics=... (onnx: required; the other
-    formats ignore it).
-    Bad input raises DescError naming the key."""
+    formats ignore it). Bad input raises DescError naming the key."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
     op = family(fmt, obj)
     return convention(fmt, op).read(obj, **_for(fmt, op, options))
@@ -34,9 +33,8 @@ def write(fmt: str, source, backward: bool = True, **options) -> Writing:
     own); torch and tf have only the forward call. Exact or refused: a map the format cannot state raises
     ConversionError naming the field; the notes say when the result equals the source only for these shapes.
     Options: operator, offset_reading (dml), data_format (onednn), opset and semantics (onnx: required, the
-    other formats ignore it);
-    tolerance=T (onednn, onnx, torch, tf): accept the closest spelling whose weights differ by at most T, with a
-    note giving the bound (the default 0 accepts exact spellings only)."""
+    other formats ignore it); tolerance=T (onednn, onnx, torch, tf): accept the closest spelling whose weights
+    differ by at most T, with a note giving the bound (the default 0 accepts exact spellings only)."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
     if isinstance(source, Reading):
         if family_of(source.canonical) == "deconv":
@@ -82,13 +80,9 @@ def check_tolerance(value) -> float:
 
 def convert(src: str, dst: str, obj: dict, semantics=None, **options) -> tuple[dict, tuple]:
     """read(src, obj) then write(dst, ...) in the same direction -> (JSON object, every note). `semantics`
-    (required when either side is onnx) applies to both sides; the options go to `write`."""
-    if "onnx" in (src, dst):
-        onnx.check_semantics(semantics)
-    reading = read(src, obj, **({"semantics": semantics} if src == "onnx" else {}))
-    if dst == "onnx" and family_of(reading.canonical) == "resize":
-        options["semantics"] = semantics
-    written = write(dst, reading, **options)
+    (required where an ONNX resize is read or written) applies to both sides; the options go to `write`."""
+    reading = read(src, obj, semantics=semantics)
+    written = write(dst, reading, semantics=semantics, **options)
     return written.obj, tuple(reading.notes) + tuple(written.notes)
 
 
