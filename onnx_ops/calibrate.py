@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from dml_desc.conventions.onnx import STAND_IN_SEMANTICS
 from dml_desc.errors import DescError, require
 
 CACHE_VERSION = 1
@@ -102,7 +103,7 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
             single, feeds = _one_node_model(model, node, stand_in)
         except DescError:
             continue                       # no constant scales, rank or type here: the rule's general path
-        rewrite = lower(single).rewrites[0]
+        rewrite = lower(single, semantics=STAND_IN_SEMANTICS).rewrites[0]   # dynamic: the runtime's own rule
         if rewrite.signature and rewrite.signature not in found and len(rewrite.candidates) > 1:
             found[rewrite.signature] = (single, feeds, rewrite.candidates)
     results = []
@@ -124,7 +125,7 @@ def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int) ->
     """Best time (ms) of a one-node model lowered in `kind`, on stand-in shapes."""
     from .lower import lower
     from .run import session
-    lowered, _ = lower(single, calibration={sig: kind})
+    lowered, _ = lower(single, calibration={sig: kind}, semantics=STAND_IN_SEMANTICS)
     sess = session(lowered, threads=threads)
     sess.run(None, feeds)
     best = float("inf")
