@@ -37,6 +37,7 @@ import onnx
 
 from conformance.reference import resize_grad
 from dml_desc.conventions import onnx as onnx_conv
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.errors import TORCH_INSTALL
 from onnx_ops import build_resize_grad, lower
 from onnx_ops.calibrate import cpu_model
@@ -44,6 +45,8 @@ from onnx_ops.run import session
 
 import unet_step
 from peak_memory import peak_extra_memory
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime this benchmark runs
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def _dynamic_peer(case: Case, lowered, feeds, threads):
         for k, d in enumerate(dims):
             if k != 1:
                 d.dim_param = f"{v.name}_{k}"
-    dynamic, report = lower(model)
+    dynamic, report = lower(model, semantics=INSTALLED)
     DYNAMIC_FORMS[case.name] = _form(report[0])
     return _ort_call(dynamic, feeds, threads) if report[0].dynamic else None
 
@@ -147,7 +150,7 @@ def _onednn_peer(layout: str):
         from dml_desc.runtimes import onednn as runtime
         if runtime.missing_reason() or case.dtype != "float32":
             return None
-        res, dy = onnx_conv.to_canonical(case.onnx_spec()), feeds["dY"]
+        res, dy = onnx_conv.to_canonical(case.onnx_spec(), semantics=INSTALLED), feeds["dY"]
         if layout == "NHWC":
             perm = (0,) + tuple(range(2, dy.ndim)) + (1,)
             res, dy = res.with_(axes=tuple(res.axes[i] for i in perm)), np.transpose(dy, perm)
@@ -185,12 +188,12 @@ def best_times(fns: dict, rounds: int, per_round: int = 3) -> dict:
 def build(case: Case):
     """(canonical map, ResizeGrad model at the case's opset, lowered model, lowering report)."""
     r = case.onnx_spec()
-    res = onnx_conv.to_canonical(r)
+    res = onnx_conv.to_canonical(r, semantics=INSTALLED)
     model = build_resize_grad(r, np.dtype(case.dtype))
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
             o.version = case.opset
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     return res, model, lowered, report
 
 

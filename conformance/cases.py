@@ -94,7 +94,7 @@ def onnx_backend_cases(semantics=None) -> list:
         r = case_to_resize(case)
         if r.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
             continue
-        res = onnx_conv.to_canonical(r, semantics)
+        res = onnx_conv.to_canonical(r, onnx_conv.resolve_semantics(semantics))    # None: the installed one's
         make = random_dy_with_reference(res, len(case.name))
         out += [Case(case.name, "onnx", res, dt, make) for dt in ("f64", "f32", "f16", "bf16")]
     return out
@@ -127,7 +127,8 @@ def cross_cases(semantics=None) -> list:
     """The cross-convention operators (ONNX Resize on NCHW), f32."""
     out = []
     for name, attrs, sizes in CROSS_CASES:
-        res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], attrs, sizes=sizes), semantics)
+        res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], attrs, sizes=sizes),
+                                     onnx_conv.resolve_semantics(semantics))    # None: the installed one's
         out.append(Case(f"cross:{name}", "onnx", res, "f32", random_dy_with_reference(res, len(name))))
     return out
 

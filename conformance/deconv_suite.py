@@ -7,7 +7,7 @@ import numpy as np
 
 from dml_desc.conventions import deconv
 from dml_desc.conventions.deconv import ConvSpec, to_layout
-from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from dml_desc.conventions.onnx import OnnxResize, installed_semantics, to_canonical
 from dml_desc.reference import NUMPY_DTYPES
 from onnx_ops.bridge import build_bridge_model
 from onnx_ops.conv import build_conv_data_grad
@@ -117,7 +117,7 @@ def bridge_checks() -> list:
     checks = []
     for mode, f, shape in BRIDGE_CASES:
         r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [float(f)] * (len(shape) - 2))
-        res = to_canonical(r)
+        res = to_canonical(r, installed_semantics())        # compared with onnxruntime's ResizeGrad
         dy = np.random.default_rng(f).standard_normal(res.out_shape)
         want = resize_grad(dy, res)
         checks.append(Check(f"bridge:{mode}_x{f}_{len(shape)}d", "onnx", "ort-cpu-deconv", "f32",

@@ -60,7 +60,8 @@ def cmd_run(args) -> int:
     fmt, obj = read_description(args.file, args.src)
     dy = _load_npy(args.dy, "--dy")
     if deconv.is_deconv(fmt, obj):
-        spec, layout, notes = deconv.load(fmt, obj)
+        reading = deconv.read(fmt, obj)
+        spec, layout, notes = reading.canonical, reading.layout, reading.notes
         require(args.weights is not None, "--weights", None, "a ConvTransposeBackwardData needs its weights")
         dtype = args.dtype or layout.get("dtype", "f32")
         weights = _load_npy(args.weights, "--weights")

@@ -27,7 +27,7 @@ def _rng(seed=0):
 def onnx_case_checks(semantics=None) -> list:
     """The onnx Resize backend cases, checking the NumPy reference: the forward against onnx's expected output,
     the gradient against onnxruntime's and onnx's forward Resize transposed."""
-    checks = []
+    checks, semantics = [], onnx_conv.resolve_semantics(semantics)      # None: the installed onnxruntime's
     for case in onnx_resize_cases():
         r = case_to_resize(case)
         res = onnx_conv.to_canonical(r, semantics)
@@ -121,7 +121,7 @@ NHWC = (0, 2, 3, 1)
 def cross_convention_checks(semantics=None) -> list:
     """One operator, five conventions: each converter either keeps the gradient (through its description and
     back) or refuses, as CROSS_ACCEPTED says; a change in either direction fails."""
-    checks = []
+    checks, semantics = [], onnx_conv.resolve_semantics(semantics)      # None: the installed onnxruntime's
     for name, attrs, sizes in CROSS_CASES:
         res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], attrs, sizes=sizes), semantics)
         dy = _rng(len(name)).standard_normal(res.out_shape)
@@ -166,7 +166,8 @@ def cuda_cases() -> list:
     from .cases import Case, random_dy_with_reference
     out = []
     for name, attrs, scales in CUDA_CASES:
-        res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 8, 12], attrs, scales=scales, op_type="ResizeGrad"))
+        res = onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 8, 12], attrs, scales=scales, op_type="ResizeGrad"),
+                                     onnx_conv.installed_semantics())
         out.append(Case(f"cuda:{name}", "onnx", res, "f32", random_dy_with_reference(res, 5)))
     return out
 

@@ -147,6 +147,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["opset"] = args.opset
     from . import conventions
     from .conventions import deconv
+    from .conventions.onnx import resolve_semantics
     obj = conventions.read_json(args.file)
     if args.src is None:                    # as `run` and `explain` do: the format its keys give
         args.src = conventions.guess_format(obj)
@@ -154,16 +155,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
                 f"{', '.join(conventions.FORMATS)})")
     load_opts = {"offset_reading": args.offset_reading} if args.src == "dml" and args.offset_reading else {}
     if deconv.is_deconv(args.src, obj):
-        spec, layout, notes = deconv.load(args.src, obj)
-        for note in notes:
+        reading = deconv.read(args.src, obj)
+        for note in reading.notes:
             print(f"note: {note}", file=sys.stderr)
-        print(json.dumps(deconv.dump(args.to, spec, layout, **options), indent=2))
+        written = deconv.write(args.to, reading, **{k: v for k, v in options.items() if k == "data_format"})
+        print(json.dumps(written.obj, indent=2))
         return 0
-    if args.src == "onnx":
-        load_opts["semantics"] = args.semantics
-    if args.to == "onnx":
-        options["semantics"] = args.semantics
-    res, backward = conventions.load_description(args.src, obj, **load_opts)
+    if args.to == "onnx":                   # no --semantics: the installed onnxruntime's (the CLI's default)
+        options["semantics"] = resolve_semantics(args.semantics)
+    res, backward = conventions.load_description(args.src, obj, semantics=args.semantics, **load_opts)
     if args.layout:
         src_layout = source_layout(args.src, obj)
         res = relayout(res, src_layout, args.layout)

@@ -114,6 +114,7 @@ def vs_map(res: Resampling, other: str, semantics=None) -> tuple:
     if other in VS_MODES:
         obj = {"op_type": "Resize", "opset": 19, "input_shape": list(res.in_shape), "sizes": list(res.out_shape),
                "attributes": {"mode": res.mode.value, "coordinate_transformation_mode": other}}
+        semantics = conventions.onnx.resolve_semantics(semantics)     # no --semantics: the installed onnxruntime's
         return conventions.load("onnx", obj, semantics=semantics)[0], f"onnx {other}"
     if not Path(other).exists():
         raise DescError("--vs", other, f"is neither a file nor one of {', '.join(VS_MODES)}"

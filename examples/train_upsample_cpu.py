@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from dml_desc.conventions.onnx import installed_semantics
 from onnx_ops.training import generate_cpu_artifacts
 
 
@@ -90,7 +91,8 @@ def main(argv=None) -> list:
         export(model, model_path)
         folder = args.out or os.path.join(tmp, "artifacts")
         params = [name for name, _ in model.named_parameters()]
-        print(generate_cpu_artifacts(model_path, params, folder, loss="MSELoss", optimizer="SGD"))
+        print(generate_cpu_artifacts(model_path, params, folder, loss="MSELoss", optimizer="SGD",
+                                     semantics=installed_semantics()))     # the runtime that trains it
         return train(folder, copy.deepcopy(model).train(), args.steps)
 
 

@@ -27,7 +27,7 @@ def as_onnx_resize(spec: onnx_conv.OnnxResize | Resampling, backward: bool = Tru
 def _spelled(spec, backward: bool, semantics: str | None, tolerance: float = 0.0) -> tuple:
     """(OnnxResize, notes) for an OnnxResize or a Resampling."""
     if isinstance(spec, onnx_conv.OnnxResize):
-        onnx_conv.to_canonical(spec, semantics)            # validates
+        onnx_conv.to_canonical(spec, semantics or onnx_conv.STAND_IN_SEMANTICS)            # validates
         return spec, ()
     require(isinstance(spec, Resampling), "spec", type(spec).__name__, "must be an OnnxResize or a Resampling")
     return onnx_conv.from_canonical(spec, opset=OPSET, op_type="ResizeGrad" if backward else "Resize",
@@ -73,7 +73,8 @@ def element_type(dtype) -> int:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):
         dt = None
-    require(dt in ONNX_ELEM_OF_NUMPY, "dtype", str(dt if dt is not None else dtype), "ResizeGrad takes float16, float32 or float64")
+    require(dt in ONNX_ELEM_OF_NUMPY, "dtype", str(dt if dt is not None else dtype),
+            "ResizeGrad takes float16, float32 or float64")
     return ONNX_ELEM_OF_NUMPY[dt]
 
 
@@ -91,15 +92,16 @@ def _consts(r: onnx_conv.OnnxResize, dtype) -> tuple[list, list]:
 
 def build_resize_grad(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.float32, lowered: bool = False,
                       semantics: str | None = None) -> onnx.ModelProto:
-    """dX = ResizeGrad(dY, X, roi, scales) with graph inputs dY, X and output dX. `semantics` (None: the
-    installed onnxruntime's, dml_desc.conventions.onnx.SEMANTICS) decides the nearest tie rule of --lowered.
-    `lowered` gives build_lowered's model of the node's map: the one lowered model, whichever way it is asked for."""
+    """dX = ResizeGrad(dY, X, roi, scales) with graph inputs dY, X and output dX. `semantics`
+    (dml_desc.conventions.onnx.SEMANTICS) spells a Resampling and decides the nearest tie rule of `lowered`:
+    required for those (None is refused by name), unused for an OnnxResize built as is. `lowered` gives
+    build_lowered's model of the node's map: the one lowered model, whichever way it is asked for."""
     flag(lowered, "lowered")
     r = as_onnx_resize(spec, backward=True, semantics=semantics)
-    res = onnx_conv.to_canonical(r, semantics)
-    elem = element_type(dtype)
     if lowered:
-        return build_lowered(res, dtype)
+        return build_lowered(onnx_conv.to_canonical(r, onnx_conv.check_semantics(semantics)), dtype)
+    res = onnx_conv.to_canonical(r, semantics or onnx_conv.STAND_IN_SEMANTICS)     # shapes
+    elem = element_type(dtype)
     inits, (roi, scales) = _consts(r, dtype)
     node = helper.make_node("ResizeGrad", ["dY", "X", roi, scales], ["dX"], domain="com.microsoft",
                             name=GRAD_NODE, **r.attributes)
@@ -109,11 +111,11 @@ def build_resize_grad(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike 
 
 
 def build_resize(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.float32,
-                 tolerance: float = 0.0) -> onnx.ModelProto:
+                 tolerance: float = 0.0, semantics: str | None = None) -> onnx.ModelProto:
     """Y = Resize(X, roi, scales[, sizes]): the forward that ResizeGrad differentiates. A Resampling needs an
     exact spelling, or one within `tolerance` (recorded in metadata_props under TOLERANCE_KEY)."""
-    r, notes = _spelled(spec, False, None, tolerance)
-    res = onnx_conv.to_canonical(r)
+    r, notes = _spelled(spec, False, semantics, tolerance)
+    res = onnx_conv.to_canonical(r, semantics or onnx_conv.STAND_IN_SEMANTICS)     # shapes
     elem = element_type(dtype)
     inits, (roi, scales) = _consts(r, dtype)
     inputs = ["X", roi, scales]

@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from dml_desc.conventions.onnx import STAND_IN_SEMANTICS
 from dml_desc.errors import DescError, require
 
 from .forms import FORMS, candidates as static_candidates, is_symbolic, signature as static_signature
@@ -95,37 +96,40 @@ def signature(attrs: dict, factors: dict, rank: int, channels, opset: int, elem:
 # ---- measuring -------------------------------------------------------------------------------------------
 
 def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: int = 0, rounds: int = 5,
-                    stand_in: tuple = (STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH)) -> list:
+                    stand_in: tuple = (STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH),
+                    semantics: str = STAND_IN_SEMANTICS) -> list:
     """Time every candidate form of each ResizeGrad node that admits more than one (a generic form, or static
     shapes); merge the winners into the cache at `path` (default_cache()) under this machine's key. Returns one
-    (signature, form, {kind: ms}) per distinct node signature."""
+    (signature, form, {kind: ms}) per distinct node signature. `semantics`: the ONNX semantics `lower` will be
+    given (a static node's signature holds its map under them; `dml-desc calibrate` passes the installed one's)."""
     path = path or default_cache()
     found = {}
-    for node, info in _resize_grad_nodes(model):
-        measured = _static_node(model, info, node, stand_in) or _generic_node(model, node, stand_in)
+    for node, info in _resize_grad_nodes(model, semantics):
+        measured = (_static_node(model, info, node, stand_in, semantics)
+                    or _generic_node(model, node, stand_in, semantics))
         if measured and measured[0] not in found and len(measured[1]) > 1:
             found[measured[0]] = measured[1:]
     results = []
     for sig, (candidates, single, feeds) in found.items():
-        times = {kind: _time_kind(single, feeds, sig, kind, threads, rounds) for kind in candidates}
+        times = {kind: _time_kind(single, feeds, sig, kind, threads, rounds, semantics) for kind in candidates}
         best = min(times, key=lambda k: (times[k], FORM_NAMES.index(k)))
         results.append((sig, best, times))
     _merge(path, results)
     return results
 
 
-def _generic_node(model, node, stand_in: tuple):
+def _generic_node(model, node, stand_in: tuple, semantics: str):
     """(signature, candidate kinds, one-node model, feeds) of a shape-generic node, or None."""
     from .lower import lower
     try:
         single, feeds = _one_node_model(model, node, stand_in)
     except DescError:
         return None                        # no constant scales, rank or type here: the rule's general path
-    rewrite = lower(single).rewrites[0]
+    rewrite = lower(single, semantics=semantics).rewrites[0]
     return (rewrite.signature, rewrite.candidates, single, feeds) if rewrite.signature else None
 
 
-def _static_node(model, info, node, stand_in: tuple):
+def _static_node(model, info, node, stand_in: tuple, semantics: str):
     """(signature, candidate forms, one-node model, feeds) of a node whose shapes are known when lowering (run-time
     dims only on axes it does not resize, measured at stand-in sizes), or None. `info`: its graph's, or None."""
     read = _static_read(info, node)
@@ -134,18 +138,17 @@ def _static_node(model, info, node, stand_in: tuple):
     info, res, elem, acc = read
     sig = static_signature(res, info.opset, acc)
     single, feeds = _static_model(model, node, info, res, elem, stand_in)
-    again = _static_read(_graph_info(single), single.graph.node[0])
+    again = _static_read(_graph_info(single, semantics), single.graph.node[0])
     if again is None or static_signature(again[1], again[0].opset, again[3]) != sig:
         return None                        # the one-node copy would not lower as this node does
     return sig, static_candidates(res, info.opset, acc), single, feeds
 
 
-def _graph_info(model):
-    """The shapes, types and constants lower() reads a model's graphs with (default semantics), or None."""
-    from dml_desc.conventions.onnx import resolve_semantics
+def _graph_info(model, semantics: str):
+    """The shapes, types and constants lower() reads a model's graphs with under `semantics`, or None."""
     from .planning import graph_info
     try:
-        return graph_info(model, resolve_semantics(None))
+        return graph_info(model, semantics)
     except DescError:
         return None
 
@@ -189,20 +192,20 @@ def _static_model(model, node, info, res, elem: int, stand_in: tuple) -> tuple:
                     "X": np.zeros(x_shape, dtype)}
 
 
-def _resize_grad_nodes(model) -> list:
+def _resize_grad_nodes(model, semantics: str) -> list:
     """(node, graph info) of every ResizeGrad: in the graphs (read once), and in functions (info None: a function
     body has no static shapes)."""
     from .graph_walk import graphs, is_resize_grad
-    info = _graph_info(model)
+    info = _graph_info(model, semantics)
     nodes = [(n, info) for g in graphs(model.graph) for n in g.node if is_resize_grad(n)]
     return nodes + [(n, None) for f in model.functions for n in f.node if is_resize_grad(n)]
 
 
-def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int) -> float:
+def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int, semantics: str) -> float:
     """Best time (ms) of a one-node model lowered in `kind`, on stand-in shapes."""
     from .lower import lower
     from .run import session
-    lowered, _ = lower(single, calibration={sig: kind})
+    lowered, _ = lower(single, calibration={sig: kind}, semantics=semantics)
     sess = session(lowered, threads=threads)
     sess.run(None, feeds)
     best = float("inf")

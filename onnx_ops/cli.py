@@ -17,6 +17,7 @@ SEMANTICS_HELP = ("the ONNX Resize semantics (nearest tie rule): ort-1.19 (onnxr
 def cmd_build(args: argparse.Namespace) -> int:
     """Write an ONNX model: the gradient of the description by default, its forward Resize with --forward."""
     from dml_desc.conventions import load_description, read_description
+    from dml_desc.conventions.onnx import resolve_semantics      # no --semantics: the installed onnxruntime's
     from .build import TOLERANCE_KEY, build_gradient, build_resize
     from dml_desc.conventions import check_tolerance
     from .validate import save_atomic
@@ -29,16 +30,17 @@ def cmd_build(args: argparse.Namespace) -> int:
             print("note: --lowered: a ConvTransposeBackwardData is written as a standard Conv already (no "
                   "ResizeGrad to lower)", file=sys.stderr)
         from .conv import build_conv_data_grad
-        spec, layout, _ = deconv.load(fmt, obj)
+        reading = deconv.read(fmt, obj)
+        spec, layout = reading.canonical, reading.layout
         save_atomic(build_conv_data_grad(spec, layout.get("data_format", "NCX"), layout.get("weights_format", "IOX"),
                                          dtype), args.output)
         print(f"wrote {args.output}: ConvTransposeBackwardData diff_dst {list(spec.diff_dst_shape)} -> diff_src "
               f"{list(spec.diff_src_shape)} (NCX, standard ONNX ops)")
         return 0
-    res, backward = load_description(fmt, obj)
+    res, backward = load_description(fmt, obj, semantics=args.semantics)
     tolerance = check_tolerance(args.tolerance)
     if args.forward:
-        model = build_resize(res, dtype, tolerance=tolerance)
+        model = build_resize(res, dtype, tolerance=tolerance, semantics=resolve_semantics(args.semantics))
         for p in model.metadata_props:
             if p.key == TOLERANCE_KEY:
                 print(f"note: {p.value}", file=sys.stderr)
@@ -48,7 +50,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not backward:
         print(f"note: {args.file} describes the forward resize; writing its gradient (--forward writes the Resize)",
               file=sys.stderr)
-    model, notes = build_gradient(res, dtype, lowered=args.lowered, semantics=args.semantics, tolerance=tolerance)
+    model, notes = build_gradient(res, dtype, lowered=args.lowered, semantics=resolve_semantics(args.semantics),
+                                  tolerance=tolerance)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     save_atomic(model, args.output)
@@ -66,7 +69,8 @@ def cmd_lower(args: argparse.Namespace) -> int:
     if args.keep_cuda:
         _warn_without_cuda()
     providers = ("CUDAExecutionProvider",) if args.keep_cuda else ("CPUExecutionProvider",)
-    report = lower_file(args.input, args.output, providers, semantics=args.semantics,
+    from dml_desc.conventions.onnx import resolve_semantics      # no --semantics: the installed onnxruntime's
+    report = lower_file(args.input, args.output, providers, semantics=resolve_semantics(args.semantics),
                         calibration=args.calibration)
     from dml_desc.conventions.onnx import describe_semantics
     kept = sum(1 for r in report if getattr(r, "kept_native", False))
@@ -82,11 +86,13 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure the candidate forms of each ResizeGrad of a model on this onnxruntime; cache the winners."""
+    from dml_desc.conventions.onnx import resolve_semantics      # the installed onnxruntime's, as `lower`
     from .calibrate import calibrate_model, default_cache, machine_key
     from .validate import load_model
     require(os.path.exists(args.input), "IN", args.input, "does not exist")
     path = args.cache or default_cache()
-    results = calibrate_model(load_model(args.input), path, threads=args.threads, rounds=args.rounds)
+    results = calibrate_model(load_model(args.input), path, threads=args.threads, rounds=args.rounds,
+                              semantics=resolve_semantics(getattr(args, "semantics", None)))
     print(f"{path}: {len(results)} choice(s) for {machine_key()}")
     for sig, best, times in results:
         print(f"  {best}: " + ", ".join(f"{k} {v:.3g} ms" for k, v in times.items()) + f"  {sig}")

@@ -273,7 +273,7 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
     clean = {k: v for k, v in attrs.items() if k not in IGNORED}
     try:
         res = onnx_conv.to_canonical(onnx_conv.OnnxResize(shape, clean, scales=scales, opset=min(opset, 21),
-                                                          op_type="ResizeGrad"))
+                                                          op_type="ResizeGrad"), onnx_conv.STAND_IN_SEMANTICS)
     except DescError:
         return None, False
     found = find_resize(res, opset)

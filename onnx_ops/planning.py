@@ -164,7 +164,7 @@ class GraphInfo:
 
 def graph_info(model: onnx.ModelProto, semantics: str | None = None, choices: dict | None = None) -> GraphInfo:
     """The facts of `model` for lowering it: shapes from onnx's shape inference, constants, names in use.
-    `semantics` (None: the installed onnxruntime's tie rule) and `choices` (calibrated forms) are kept with them."""
+    `semantics` (required: dml_desc.conventions.onnx.SEMANTICS) and `choices` (calibrated forms) are kept with them."""
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
     consts = {t.name: numpy_helper.to_array(t) for g in graphs(model.graph) for t in g.initializer
               if t.data_location != TensorProto.EXTERNAL}
@@ -178,7 +178,7 @@ def graph_info(model: onnx.ModelProto, semantics: str | None = None, choices: di
         # (before IR 4 every initializer had to be an input, so there it is a constant)
         runtime={v.name for v in model.graph.input} if model.ir_version >= 4 else set(),
         taken=model_names(model),
-        semantics=onnx_conv.resolve_semantics(semantics),
+        semantics=onnx_conv.check_semantics(semantics),    # required: never the installed onnxruntime's
         choices=choices or {})
 
 
@@ -194,7 +194,7 @@ def _policy_sizes(where, attrs, x, dy, axes, roi, opset) -> list:
                                        else max(1, math.floor(s * x[a]) - 1)) for a in axes]
         node = onnx_conv.OnnxResize(x, attrs, roi, sizes=sizes, opset=min(max(opset, 10), 21), op_type="ResizeGrad")
         try:
-            res = onnx_conv.to_canonical(node)
+            res = onnx_conv.to_canonical(node, onnx_conv.STAND_IN_SEMANTICS)    # shapes only
         except DescError:
             continue
         if list(res.out_shape) == list(dy):
@@ -240,7 +240,7 @@ def _axes_of(attrs, x, scales, roi, roi_name, has_scales, opset):
         dummy.scales = scales if scales is not None else [1.0] * n
     else:
         dummy.sizes = [2] * n
-    onnx_conv.to_canonical(dummy)                  # every attribute and constant input checked, by name
+    onnx_conv.to_canonical(dummy, onnx_conv.STAND_IN_SEMANTICS)  # every attribute and constant input checked, by name
     return [a % rank for a in axes] if axes is not None else list(range(rank))
 
 

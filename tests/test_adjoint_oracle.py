@@ -15,7 +15,10 @@ pytest.importorskip("onnxruntime")
 from conformance.adjoint import (PATHS, Config, accepted_refusal, adjoint_cases,  # noqa: E402
                                  canonical, forward_matrix, judge, make_case, shrink)
 from dml_desc import DescError, conventions  # noqa: E402
+from dml_desc.conventions.onnx import installed_semantics  # noqa: E402
 from dml_desc.conventions.onnx import installed_runtime  # noqa: E402
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 ORT_132 = tuple(int(p) for p in (installed_runtime() or "0.0").split(".")[:2]) >= (1, 27)
 
@@ -55,7 +58,7 @@ def test_tf_half_pixel_for_nn_after_opset_12_follows_onnxruntime(opset):
     assert any("onnxruntime still runs it" in n for n in canonical(cfg).notes)
     from conformance.adjoint import grad_model
     from onnx_ops import lower
-    _, report = lower(grad_model(cfg, False, (2, 6)))
+    _, report = lower(grad_model(cfg, False, (2, 6)), semantics=INSTALLED)
     assert "onnxruntime still runs it" in str(report[0])     # the lowering report says it follows the runtime
 
 
@@ -72,7 +75,7 @@ def test_rank_one_dynamic_budget_names_the_users_value():
     from onnx_ops import lower
     cfg = Config(19, [4], {"mode": "nearest"}, scales=[2.0 ** 30])
     with pytest.raises(DescError) as e:
-        lower(grad_model(cfg, True))
+        lower(grad_model(cfg, True), semantics=INSTALLED)
     assert "scales" in e.value.field and "1073741824" in str(e.value.value) and "2147483648" not in str(e.value)
 
 
@@ -116,7 +119,8 @@ def test_keep_aspect_ratio_policy_ambiguous_is_refused_by_name():
 @pytest.mark.parametrize("opset", [22, 23, 24])
 def test_load_reads_newer_opsets(opset):
     res, backward = conventions.load("onnx", {"op_type": "ResizeGrad", "opset": opset, "input_shape": [1, 1, 2, 2],
-                                              "attributes": {"mode": "linear"}, "scales": [1, 1, 2, 2]})
+                                              "attributes": {"mode": "linear"}, "scales": [1, 1, 2, 2]},
+                                       semantics=INSTALLED)
     assert backward and res.out_shape == (1, 1, 4, 4)
 
 
@@ -179,7 +183,7 @@ def test_nhwc_cubic_run_time_scales():
                               [helper.make_tensor_value_info("dX", TensorProto.FLOAT, dims("x"))])
     model = helper.make_model(graph, ir_version=9, opset_imports=[helper.make_opsetid("", 19),
                                                                   helper.make_opsetid("com.microsoft", 1)])
-    lowered, _ = lower(model)
+    lowered, _ = lower(model, semantics=INSTALLED)
     feeds = {"dY": case.dy.astype(np.float32), "X": np.zeros(cfg.shape, np.float32),
              "scales": np.asarray(cfg.scales, np.float32)}
     got = session(lowered).run(None, feeds)[0]
@@ -215,7 +219,7 @@ def test_shrink_reaches_the_smallest_failing_configuration():
         c.config.attrs.get("coordinate_transformation_mode") == "tf_half_pixel_for_nn"
     small = shrink(case, fails)
     assert len(small.config.shape) <= 2 and all(d == 1 for d in small.config.shape) and small.dtype == "f32"
-    res, backward = conventions.load("onnx", small.description)
+    res, backward = conventions.load("onnx", small.description, semantics=INSTALLED)
     assert backward and res.in_shape == tuple(small.config.shape)
 
 

@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 from dml_desc import DescError, conventions, dmljson
+from dml_desc.conventions.onnx import installed_semantics
 from tests.conftest import CONV_DML, CONV_ONNX, DOC_EXAMPLE
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 
 def dml_with(**changes):
@@ -172,7 +175,7 @@ def test_corpus_is_large():
 @pytest.mark.parametrize("fmt,obj,field", CASES, ids=[f"{i}-{c[0]}-{c[2]}" for i, c in enumerate(CASES)])
 def test_bad_input_names_the_field(fmt, obj, field):
     with pytest.raises(DescError) as info:
-        conventions.load(fmt, obj)
+        conventions.load(fmt, obj, semantics=INSTALLED)
     assert field in str(info.value)
     assert info.value.field and info.value.rule
 
@@ -193,9 +196,9 @@ REFUSALS = [
 
 @pytest.mark.parametrize("fmt,obj,field,why", REFUSALS)
 def test_refusals_say_why(fmt, obj, field, why):
-    res, _ = conventions.load("onnx", obj)
+    res, _ = conventions.load("onnx", obj, semantics=INSTALLED)
     with pytest.raises(conventions.dml.refuse.__globals__["ConversionError"]) as info:
-        conventions.dump(fmt, res)
+        conventions.dump(fmt, res, semantics=INSTALLED)
     assert field in str(info.value) and why in str(info.value)
 
 
@@ -303,7 +306,7 @@ HOSTILE = [
 @pytest.mark.parametrize("fmt,obj,field", HOSTILE, ids=[f"{i}-{c[0]}-{c[2]}" for i, c in enumerate(HOSTILE)])
 def test_hostile_input_names_the_users_field(fmt, obj, field):
     with pytest.raises(DescError) as info:
-        conventions.load(fmt, obj)
+        conventions.load(fmt, obj, semantics=INSTALLED)
     assert info.value.field.endswith(field) or info.value.field == field, str(info.value)
     assert len(str(info.value)) < 600
 
@@ -316,7 +319,7 @@ def test_sizes_below_the_element_budget_still_load_fast_per_axis():
                      ("onnx", onnx_with({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
                                         scales=None, sizes=[1, 1, 10 ** 8, 4], roi=[0, 0, 0, 0, 1, 1, 1, 1]))):
         with pytest.raises(DescError, match="per-axis budget"):
-            conventions.load(fmt, obj)
+            conventions.load(fmt, obj, semantics=INSTALLED)
     assert time.perf_counter() - start < 2, "the budget refuses before anything is built"
     assert budget.max_axis() < 10 ** 8 <= budget.max_elements()
 
@@ -340,7 +343,7 @@ def test_huge_unknown_keys_are_shortened_everywhere():
     for fmt, obj in (("dml", dml_with(**{key: 1})), ("onnx", onnx_with(**{key: 1})), ("torch", torch_with(**{key: 1})),
                      ("dml", dml_with(**{"InputGradientTensor__" + key: 1}))):
         with pytest.raises(DescError) as info:
-            conventions.load(fmt, obj)
+            conventions.load(fmt, obj, semantics=INSTALLED)
         assert len(str(info.value)) < 1000 and "kkk" in str(info.value)
 
 
@@ -402,7 +405,7 @@ DECONV = [
 def test_deconv_input_names_the_users_field(fmt, obj, field):
     from dml_desc.conventions import deconv
     with pytest.raises(DescError) as info:
-        deconv.load(fmt, obj)
+        deconv.read(fmt, obj)
     assert info.value.field == field or info.value.field.endswith(field), str(info.value)
 
 
@@ -410,9 +413,9 @@ def test_deconv_input_names_the_users_field(fmt, obj, field):
                                  conv_onnx_with({"dilations": [2, 1]}, input_shape=[1, 4, 5, 3])])
 def test_deconv_writers_write_what_their_loaders_read(obj):
     from dml_desc.conventions import deconv
-    spec, layout, _ = deconv.load("onnx", obj)
+    reading = deconv.read("onnx", obj)
     for dst in ("onednn", "dml", "onnx"):
-        assert deconv.load(dst, deconv.dump(dst, spec, layout))[0] == spec
+        assert deconv.read(dst, deconv.write(dst, reading).obj).canonical == reading.canonical
 
 
 # ---- lowering: a malformed ResizeGrad is refused by name; what is written passes onnx's checker and onnxruntime --
@@ -452,7 +455,7 @@ LOWERING = [
 def test_lowering_refuses_malformed_resize_grad_by_name(model, field):
     from onnx_ops.lower import lower
     with pytest.raises(DescError) as info:
-        lower(model)
+        lower(model, semantics=INSTALLED)
     assert "rg" in info.value.field and field in info.value.field, str(info.value)
 
 
@@ -463,7 +466,7 @@ def test_valid_float64_identity_gradient_lowers(tmp_path):
     from onnx_ops.lower import lower
     from onnx_ops.validate import check_written
     model = resize_grad_model(elem=11, dy_elem=11, dy=[1, 1, 4, 4], scales=[1, 1, 1, 1], graph_outputs=["dX"])
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     check_written(lowered)
     dy = np.arange(16, dtype=np.float64).reshape(1, 1, 4, 4)
     sess = ort.InferenceSession(lowered.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -480,7 +483,7 @@ def test_external_scales_resolve_next_to_the_model_not_the_working_directory(tmp
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    report = lower_file(str(folder / "m.onnx"), str(folder / "out.onnx"))
+    report = lower_file(str(folder / "m.onnx"), str(folder / "out.onnx"), semantics=INSTALLED)
     assert [r.forms for r in report] and not any(r.dynamic for r in report)     # read as the constants they are
     out = onnx.load(str(folder / "out.onnx"), load_external_data=False)
     kept = {t.name: t.data_location for t in out.graph.initializer}
@@ -651,7 +654,7 @@ def test_the_references_nan_pattern_is_the_lowerings():
                                         "align_corners": False})
     dy = np.ones((1, 1, 12), np.float32)
     dy[0, 0, 0] = np.nan
-    model = build_resize_grad(res, np.float32, lowered=True)
+    model = build_resize_grad(res, np.float32, lowered=True, semantics=INSTALLED)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     feed = {i.name: dy if i.name == "dY" else np.zeros((1, 1, 6), np.float32) for i in session.get_inputs()}
     lowered = session.run(None, feed)[0]
@@ -666,22 +669,22 @@ def _api_cases():
     from onnx_ops.lower import lower, lower_file
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 6], "mode": "linear", "size": [12],
                                         "align_corners": False})
-    model = build_resize_grad(res, np.float32)
+    model = build_resize_grad(res, np.float32, semantics=INSTALLED)
     return [
-        (lambda: build_resize_grad(res, np.float32, lowered="no"), "lowered"),
-        (lambda: build_resize_grad(res, np.float32, lowered=1), "lowered"),
-        (lambda: lower(model, providers="CPUExecutionProvider"), "providers"),
-        (lambda: lower(model, providers=["Bogus"]), "providers"),
-        (lambda: lower(model, providers=[]), "providers"),
-        (lambda: lower_file("m.onnx", "o.onnx", providers="CPUExecutionProvider"), "providers"),
+        (lambda: build_resize_grad(res, np.float32, lowered="no", semantics=INSTALLED), "lowered"),
+        (lambda: build_resize_grad(res, np.float32, lowered=1, semantics=INSTALLED), "lowered"),
+        (lambda: lower(model, providers="CPUExecutionProvider", semantics=INSTALLED), "providers"),
+        (lambda: lower(model, providers=["Bogus"], semantics=INSTALLED), "providers"),
+        (lambda: lower(model, providers=[], semantics=INSTALLED), "providers"),
+        (lambda: lower_file("m.onnx", "o.onnx", providers="CPUExecutionProvider", semantics=INSTALLED), "providers"),
         (lambda: resize_grad(np.ones((1, 1, 12), object), res), "data.dtype"),
         (lambda: resize_grad(np.ones((1, 1, 12)), None), "res"),
-        (lambda: lower_file(None, "o.onnx"), "path"),
+        (lambda: lower_file(None, "o.onnx", semantics=INSTALLED), "path"),
         (lambda: conventions.load("torch", {"input_shape": np.array([1, 1, 6]), "mode": "linear", "size": [12]}),
          "input_shape"),
         (lambda: conventions.load("onnx", onnx_with(attributes={"mode": "linear", "axes": [True, 3]},
-                                                    scales=[2, 2])), "axes"),
-        (lambda: conventions.load("onnx", onnx_with(opset=True)), "opset"),
+                                                    scales=[2, 2]), semantics=INSTALLED), "axes"),
+        (lambda: conventions.load("onnx", onnx_with(opset=True), semantics=INSTALLED), "opset"),
     ]
 
 
@@ -698,7 +701,8 @@ def test_a_known_provider_list_still_lowers():
     from onnx_ops.lower import lower
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 6], "mode": "linear", "size": [12],
                                         "align_corners": False})
-    _, report = lower(build_resize_grad(res, np.float32), providers=["CPUExecutionProvider"])
+    _, report = lower(build_resize_grad(res, np.float32, semantics=INSTALLED), providers=["CPUExecutionProvider"],
+                      semantics=INSTALLED)
     assert len(report) == 1
 
 

@@ -11,9 +11,12 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from dml_desc import DescError
+from dml_desc.conventions.onnx import installed_semantics
 from onnx_ops import lower
 from onnx_ops.calibrate import calibrate_model, machine_key, read_cache
 from onnx_ops.run import session
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 TINY = (2, 8, 12)
 
@@ -45,13 +48,15 @@ def test_calibrate_measures_every_candidate_and_caches_the_fastest_under_this_ma
                                         ("conv", "generic conv"), ("pool", "generic avgpool")])
 def test_lower_takes_the_cached_form_for_this_machine_and_the_rule_elsewhere(tmp_path, form, name):
     m = model()
-    sig = lower(m).rewrites[0].signature
+    sig = lower(m, semantics=INSTALLED).rewrites[0].signature
     path = tmp_path / "cal.json"
     path.write_text(json.dumps({"version": 1, "entries": {machine_key(): {sig: {"form": form, "ms": {}}}}}))
-    first, report = lower(m, calibration=str(path))
+    first, report = lower(m, calibration=str(path), semantics=INSTALLED)
     assert report[0].forms[0].startswith(name)
-    assert first.SerializeToString() == lower(m, calibration=str(path)).model.SerializeToString()  # reproducible
-    assert lower(m, calibration=str(path), machine="another CPU | onnxruntime 0").rewrites[0].forms[0] \
+    assert first.SerializeToString() == lower(m, calibration=str(path),
+                                              semantics=INSTALLED).model.SerializeToString()  # reproducible
+    assert lower(m, calibration=str(path), machine="another CPU | onnxruntime 0",
+                 semantics=INSTALLED).rewrites[0].forms[0] \
         .startswith("generic avgpool")                                     # no entry for that machine: the rule
     dy = np.random.default_rng(0).standard_normal((2, 8, 10, 14)).astype(np.float32)
     got = session(first).run(None, {"dY": dy, "X": np.zeros((2, 8, 5, 7), np.float32)})[0]
@@ -61,27 +66,28 @@ def test_lower_takes_the_cached_form_for_this_machine_and_the_rule_elsewhere(tmp
 
 def test_default_output_does_not_depend_on_any_cache(tmp_path, monkeypatch):
     m = model("linear")
-    sig = lower(m).rewrites[0].signature
+    sig = lower(m, semantics=INSTALLED).rewrites[0].signature
     path = tmp_path / "cal.json"
     path.write_text(json.dumps({"version": 1, "entries": {machine_key(): {sig: {"form": "general", "ms": {}}}}}))
     monkeypatch.setenv("DML_DESC_CALIBRATION", str(path))
-    assert lower(m).rewrites[0].forms[0].startswith("generic conv")     # only lower(calibration=...) reads it
+    # only lower(calibration=...) reads it
+    assert lower(m, semantics=INSTALLED).rewrites[0].forms[0].startswith("generic conv")
 
 
 def test_a_cached_form_the_node_cannot_take_falls_back_to_the_rule():
     m = model("linear")
-    sig = lower(m).rewrites[0].signature
-    assert lower(m, calibration={sig: "pool"}).rewrites[0].forms[0].startswith("generic conv")
+    sig = lower(m, semantics=INSTALLED).rewrites[0].signature
+    assert lower(m, calibration={sig: "pool"}, semantics=INSTALLED).rewrites[0].forms[0].startswith("generic conv")
 
 
 def test_corrupt_cache_is_a_desc_error(tmp_path):
     path = tmp_path / "cal.json"
     path.write_text("{not json")
     with pytest.raises(DescError, match="calibration"):
-        lower(model(), calibration=str(path))
+        lower(model(), calibration=str(path), semantics=INSTALLED)
     path.write_text(json.dumps({"entries": {}}))
     with pytest.raises(DescError, match="calibration cache"):
-        lower(model(), calibration=str(path))
+        lower(model(), calibration=str(path), semantics=INSTALLED)
 
 
 def test_cli_calibrate_then_lower_with_the_cache(tmp_path):

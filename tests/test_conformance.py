@@ -111,7 +111,8 @@ def test_an_installed_plugin_is_found_by_its_entry_point(tmp_path):
     (dist / "entry_points.txt").write_text("[dml_desc.backends]\nmy-kernel = mykernel_mod:grad\n")
     (tmp_path / "mykernel_mod.py").write_text(
         "from dml_desc import conventions\nfrom dml_desc.reference import resize_grad\n"
-        "def grad(dy, description):\n    return resize_grad(dy, conventions.load('onnx', description)[0])\n")
+        "def grad(dy, description):\n    sem = conventions.onnx.installed_semantics()\n"
+        "    return resize_grad(dy, conventions.load('onnx', description, semantics=sem)[0])\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]))
     proc = subprocess.run([sys.executable, "-m", "conformance", "--backend", "my-kernel", "-k", "cross:", "--quiet"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)

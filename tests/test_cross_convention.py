@@ -4,9 +4,12 @@ import pytest
 
 from conformance.reference import resize, resize_grad
 from dml_desc import conventions
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions import onednn, onnx, tf, torch as torch_conv
 from dml_desc.weights import same_weights
 from tests.conftest import torch_or_skip
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 NCHW = [2, 3, 6, 10]
 
@@ -16,7 +19,7 @@ def _torch(mode, **kw):
 
 
 def _onnx(attrs, sizes):
-    return onnx.to_canonical(onnx.OnnxResize(NCHW, attrs, sizes=sizes))
+    return onnx.to_canonical(onnx.OnnxResize(NCHW, attrs, sizes=sizes), semantics=INSTALLED)
 
 
 def test_bilinear_half_pixel_upsample_in_five_conventions():
@@ -74,5 +77,51 @@ def test_torch_oracle_forward_and_backward(mode, kw):
 ])
 def test_torch_to_onnx_and_back(src):
     res = _torch(**src)
-    out, _ = conventions.dump("onnx", res, backward=False)
-    assert same_weights(res, conventions.load("onnx", out)[0])
+    out, _ = conventions.dump("onnx", res, backward=False, semantics=INSTALLED)
+    assert same_weights(res, conventions.load("onnx", out, semantics=INSTALLED)[0])
+
+
+def _example(name: str) -> dict:
+    import json
+    from pathlib import Path
+    return json.loads((Path(__file__).resolve().parent.parent / "examples" / name).read_text())
+
+
+RESIZE_EXAMPLES = {"dml": "dml_resample_grad.json", "onednn": "onednn_interpolate_bwd.json",
+                   "onnx": "onnx_resizegrad.json", "torch": "torch_interpolate.json", "tf": "tf_resize.json"}
+
+
+@pytest.mark.parametrize("fmt", sorted(RESIZE_EXAMPLES))
+def test_every_resize_convention_reads_and_writes_one_shape(fmt):
+    """The registry's convention for each format: read gives a Reading, write a Writing, and the tuple walks
+    (load / dump) give the same values; what it writes it reads back as the same weights."""
+    from dml_desc.conventions import CONVENTIONS, Reading, Writing
+    obj = _example(RESIZE_EXAMPLES[fmt])
+    reading = conventions.read(fmt, obj, semantics="ort-1.27")
+    assert type(reading) is Reading and CONVENTIONS["resize", fmt].read.__self__.name == fmt
+    assert (reading.canonical, reading.backward) == conventions.load(fmt, obj, semantics="ort-1.27")
+    assert reading.backward == (fmt in ("dml", "onednn", "onnx")) and reading.notes == reading.canonical.notes
+    written = conventions.write(fmt, reading, semantics="ort-1.27")
+    assert type(written) is Writing
+    assert (written.obj, written.notes) == conventions.dump(fmt, reading.canonical, reading.backward,
+                                                            semantics="ort-1.27")
+    assert same_weights(conventions.read(fmt, written.obj, semantics="ort-1.27").canonical, reading.canonical)
+
+
+def test_the_deconv_conventions_read_and_write_one_shape():
+    """ConvTransposeBackwardData in the same table: a Reading whose canonical form is a ConvSpec (a gradient),
+    whose layout the writers keep; torch and tf have no form and are refused by name."""
+    from dml_desc.conventions import CONVENTIONS, Reading, Writing, deconv
+    from dml_desc.errors import ConversionError
+    reading = conventions.read("onednn", _example("onednn_deconv_bwd_d.json"))
+    assert type(reading) is Reading and isinstance(reading.canonical, deconv.ConvSpec) and reading.backward
+    assert set(reading.layout) == {"data_format", "weights_format", "dtype"}
+    assert {fmt for op, fmt in CONVENTIONS if op == "deconv"} == {"onednn", "dml", "onnx"}
+    for fmt in ("onednn", "dml", "onnx"):
+        written = conventions.write(fmt, reading)
+        assert type(written) is Writing and conventions.read(fmt, written.obj).canonical == reading.canonical
+    assert deconv.read("onednn", conventions.write("onednn", reading).obj).layout == reading.layout
+    for fmt in ("torch", "tf"):
+        with pytest.raises(ConversionError) as e:
+            conventions.write(fmt, reading)
+        assert e.value.field == "to" and e.value.value == fmt

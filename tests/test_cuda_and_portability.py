@@ -5,7 +5,10 @@ import pytest
 
 from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from dml_desc.conventions.onnx import installed_semantics
 from onnx_ops import build_resize_grad, lower
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 HAS_CUDA = "CUDAExecutionProvider" in ort.get_available_providers()
 
@@ -28,7 +31,7 @@ def test_cuda_native_and_lowered_match_the_reference():
 def test_lowering_keeps_only_what_the_cuda_kernel_supports(attrs, scales, keep):
     shape = [1, 2] + [6] * (len(scales) - 2)
     model = build_resize_grad(OnnxResize(shape, attrs, scales=scales, op_type="ResizeGrad"))
-    lowered, report = lower(model, providers=("CUDAExecutionProvider", "CPUExecutionProvider"))
+    lowered, report = lower(model, providers=("CUDAExecutionProvider", "CPUExecutionProvider"), semantics=INSTALLED)
     assert report[0].kept_native is keep
     assert any(n.op_type == "ResizeGrad" for n in lowered.graph.node) is keep
 
@@ -39,8 +42,8 @@ def test_lowered_graph_runs_on_onnx_reference_evaluator(attrs, scales):
     """Only standard ai.onnx ops remain: onnx's own Python runtime executes the lowered graph."""
     from onnx.reference import ReferenceEvaluator
     r = OnnxResize([1, 2, 6, 8], attrs, scales=scales, op_type="ResizeGrad")
-    res = to_canonical(r)
-    model = build_resize_grad(r, lowered=True)
+    res = to_canonical(r, semantics=INSTALLED)
+    model = build_resize_grad(r, lowered=True, semantics=INSTALLED)
     assert {n.domain for n in model.graph.node} <= {"", "ai.onnx"}
     dy = np.random.default_rng(0).standard_normal(res.out_shape).astype(np.float32)
     got = ReferenceEvaluator(model).run(None, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]

@@ -11,12 +11,15 @@ from conformance.catalog import REFERENCE_DIR
 from conformance.conv_reference import conv_data_grad
 from conformance.reference import resize_grad
 from dml_desc import ConversionError, DescError, dmljson
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions import deconv
 from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from onnx_ops.bridge import deconv_form
 from onnx_ops.conv import build_conv_data_grad
 from onnx_ops.run import run_model
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 JSON_FILE = REFERENCE_DIR / "onednn-graph-json" / "deconv_bwd_d.json"
 DOC = json.loads(JSON_FILE.read_text())
@@ -156,7 +159,8 @@ def test_dml_refusals(change, why):
 @pytest.mark.parametrize("mode,f,shape", [("nearest", 2, [2, 3, 8, 6]), ("nearest", 3, [1, 2, 6, 3, 6]),
                                           ("linear", 2, [2, 3, 6, 7]), ("linear", 3, [2, 3, 5, 6])])
 def test_bridge_kernels_and_exactness(mode, f, shape):
-    res = to_canonical(OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [float(f)] * (len(shape) - 2)))
+    res = to_canonical(OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [float(f)] * (len(shape) - 2)),
+                       semantics=INSTALLED)
     parts = deconv_form(res)
     assert parts is not None
     if mode == "nearest":
@@ -181,7 +185,7 @@ def test_bridge_kernels_and_exactness(mode, f, shape):
 
 
 def test_bridge_exports_as_onednn_json():
-    res = to_canonical(OnnxResize([2, 3, 8, 6], {"mode": "nearest"}, scales=[1.0, 1.0, 2.0, 2.0]))
+    res = to_canonical(OnnxResize([2, 3, 8, 6], {"mode": "nearest"}, scales=[1.0, 1.0, 2.0, 2.0]), semantics=INSTALLED)
     for p in deconv_form(res):
         spec = p.conv_spec(res)
         back = deconv.to_spec(deconv.to_onednn(spec))[0]

@@ -4,9 +4,12 @@ import pytest
 
 from conformance.reference import resize, resize_grad
 from dml_desc import DML_RESAMPLE_GRAD_OPERATOR_DESC, ConversionError, DML_BUFFER_TENSOR_DESC
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc import conventions, dmljson
 from dml_desc.conventions import dml
 from tests.conftest import DOC_EXAMPLE, DX_DOC, DY_DOC, X_DOC, Y_DOC
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 
 def check(res):
@@ -34,8 +37,8 @@ def test_json_round_trip():
 @pytest.mark.parametrize("fmt", ["dml", "onnx", "torch"])
 def test_every_convention_that_can_express_it(fmt):
     res, backward = conventions.load("dml", DOC_EXAMPLE)
-    out, notes = conventions.dump(fmt, res, backward)
-    back, _ = conventions.load(fmt, out)
+    out, notes = conventions.dump(fmt, res, backward, semantics=INSTALLED)
+    back, _ = conventions.load(fmt, out, semantics=INSTALLED)
     check(back)
 
 

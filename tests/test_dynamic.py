@@ -12,9 +12,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conformance.reference import resize, resize_grad
 from dml_desc import DescError
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from onnx_ops import lower, run_model
 from onnx_ops.run import session
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 F32 = TensorProto.FLOAT
 PROBE_OPS = {"EyeLike", "Resize", "MatMul"}
@@ -42,12 +45,12 @@ def grad_model(attrs, x_dims, dy_dims, scales=None, roi=None, run_time=(), opset
 
 
 def reference(attrs, shape, dy, scales=None, roi=None, sizes=None):
-    res = to_canonical(OnnxResize(list(shape), attrs, roi, scales, sizes, opset=19))
+    res = to_canonical(OnnxResize(list(shape), attrs, roi, scales, sizes, opset=19), semantics=INSTALLED)
     return resize_grad(dy.astype(np.float64), res)
 
 
 def out_shape(attrs, shape, scales=None, roi=None, sizes=None):
-    return to_canonical(OnnxResize(list(shape), attrs, roi, scales, sizes, opset=19)).out_shape
+    return to_canonical(OnnxResize(list(shape), attrs, roi, scales, sizes, opset=19), semantics=INSTALLED).out_shape
 
 
 def ops(model) -> set:
@@ -70,10 +73,11 @@ STATIC = [  # (mode, scales, X's dims: strings are symbolic)
 def test_symbolic_batch_and_channels_keep_the_static_forms(mode, scales, x_dims):
     attrs = {"mode": mode}
     dy_dims = [d if isinstance(d, str) else None for d in x_dims[:2]] + ["H2", "W2"]
-    model, report = lower(grad_model(attrs, x_dims, dy_dims, scales))
+    model, report = lower(grad_model(attrs, x_dims, dy_dims, scales), semantics=INSTALLED)
     onnx.checker.check_model(model, full_check=True)
     fixed = [2 if isinstance(d, str) else d for d in x_dims]
-    _, static_report = lower(grad_model(attrs, fixed, list(out_shape(attrs, fixed, scales)), scales))
+    _, static_report = lower(grad_model(attrs, fixed, list(out_shape(attrs, fixed, scales)), scales),
+                             semantics=INSTALLED)
     assert not report[0].dynamic and "EyeLike" not in ops(model)
     if isinstance(x_dims[1], int):
         assert report[0].forms == static_report[0].forms          # the same fast forms as fully static shapes
@@ -139,7 +143,7 @@ def run_dynamic_case(attrs, rank, by, scales, roi, shapes, threads=0):
     dy_dims = [f"d{a}" if by != "sizes" and scales[a] == 1 else f"o{a}" for a in range(rank)]
     model = grad_model(attrs, x_dims, dy_dims, None if by == "sizes" else scales, roi,
                        run_time=("scales",) if by == "run-time scales" else ())
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].dynamic == (by != "scales" or scales != [1.0] * rank)
     sess = session(lowered, threads=threads)
     results = []
@@ -191,7 +195,7 @@ def test_scales_graph_input_is_read_at_run_time_not_baked():
     attrs = {"mode": "linear"}
     model = grad_model(attrs, [1, 2, 6, 6], [1, 2, "H", "W"], [1, 1, 2, 2])
     model.graph.input.append(helper.make_tensor_value_info("scales", F32, [4]))
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].dynamic
     sess = session(lowered)
     for scales in ([1, 1, 2, 2], [1, 1, 0.5, 1.5]):
@@ -207,7 +211,7 @@ def test_scales_computed_in_the_graph_are_read_at_run_time():
     model.graph.input[2].name = "s"
     model.graph.node.insert(0, helper.make_node("Mul", ["s", "two"], ["scales"]))
     model.graph.initializer.append(numpy_helper.from_array(np.float32([1, 1, 2, 3]), "two"))
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].dynamic
     dy = np.arange(8 * 12, dtype=np.float32).reshape(1, 1, 8, 12)
     got = run_model(lowered, {"dY": dy, "X": np.zeros((1, 1, 4, 4), np.float32), "s": np.float32([1, 1, 1, 1])})[0]
@@ -217,7 +221,7 @@ def test_scales_computed_in_the_graph_are_read_at_run_time():
 def test_constant_value_floats_scales_are_a_constant():
     attrs = {"mode": "nearest"}
     model = grad_model(attrs, ["N", 2, 4, 4], ["N", 2, 8, 8], [1, 1, 2, 2], scales_as_constant=True)
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert not report[0].dynamic and "EyeLike" not in ops(lowered)
     dy = np.arange(2 * 2 * 64, dtype=np.float32).reshape(2, 2, 8, 8)
     got = run_model(lowered, {"dY": dy, "X": np.zeros((2, 2, 4, 4), np.float32)})[0]
@@ -252,7 +256,7 @@ def test_every_opset_lowers_checks_and_runs(opset, dynamic, case):
     dy_dims = ["N", 2, "H2", "W2"] if dynamic else ["N", 2] + [int(n * s) for n, s in zip((6, 8), scales[2:])]
     ir = max(7, helper.find_min_ir_version_for([helper.make_opsetid("", opset)], ignore_unknown=True))
     model = grad_model(attrs, x_dims, dy_dims, scales, opset=opset, ir=ir)
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].dynamic == dynamic
     onnx.checker.check_model(lowered, full_check=True)
     if not _runnable(opset):
@@ -267,15 +271,16 @@ def test_every_opset_lowers_checks_and_runs(opset, dynamic, case):
         raise
     shape = [2, 2, 6, 8]
     r = OnnxResize(shape, attrs, None, scales, opset=min(opset, 21))      # Resize-19 is the newest schema
-    dy = np.random.default_rng(0).standard_normal(to_canonical(r).out_shape).astype(np.float32)
+    dy = np.random.default_rng(0).standard_normal(to_canonical(r, semantics=INSTALLED).out_shape).astype(np.float32)
     got = sess.run(None, {"dY": dy, "X": np.zeros(shape, np.float32)})[0]
-    np.testing.assert_allclose(got, resize_grad(dy.astype(np.float64), to_canonical(r)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, resize_grad(dy.astype(np.float64), to_canonical(r, semantics=INSTALLED)),
+                               rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_every_lowered_node_is_named_after_its_resize_grad(dynamic):
     x_dims = [1, 2, "H", "W"] if dynamic else ["N", 2, 5, 6]
-    model, _ = lower(grad_model({"mode": "cubic"}, x_dims, [1, 2, "H2", "W2"], [1, 1, 1.5, 0.5]))
+    model, _ = lower(grad_model({"mode": "cubic"}, x_dims, [1, 2, "H2", "W2"], [1, 1, 1.5, 0.5]), semantics=INSTALLED)
     names = [n.name for n in model.graph.node]
     assert all(name.startswith("rg/lowered/") for name in names) and len(set(names)) == len(names)
 
@@ -299,7 +304,7 @@ def _function_model(x_rank_at_call=4):
 
 
 def test_resize_grad_in_a_model_local_function_is_lowered_and_reported():
-    lowered, report = lower(_function_model())
+    lowered, report = lower(_function_model(), semantics=INSTALLED)
     assert [r.node for r in report] == ["frg"] and report[0].scope == "function local:GradUp/"
     assert not any(n.op_type == "ResizeGrad" for f in lowered.functions for n in f.node)
     onnx.checker.check_model(lowered, full_check=True)
@@ -313,7 +318,7 @@ def test_resize_grad_in_a_model_local_function_is_lowered_and_reported():
 def test_function_called_with_inputs_of_another_rank_is_refused():
     model = _function_model(3)          # 3-D inputs, but the function's scales have 4 entries
     with pytest.raises(DescError, match=r"function local:GradUp/node frg\.scales"):
-        lower(model)
+        lower(model, semantics=INSTALLED)
 
 
 def test_resize_grad_in_an_if_branch_is_lowered():
@@ -328,7 +333,7 @@ def test_resize_grad_in_an_if_branch_is_lowered():
                               [numpy_helper.from_array(np.float32([1, 1, 2, 2]), "scales")])
     model = helper.make_model(graph, ir_version=9, opset_imports=[helper.make_opsetid("", 17),
                                                                    helper.make_opsetid("com.microsoft", 1)])
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert len(report) == 2 and {r.scope for r in report} == {"branch.then_branch/", "branch.else_branch/"}
     onnx.checker.check_model(lowered, full_check=True)
     dy = np.arange(64, dtype=np.float32).reshape(1, 1, 8, 8)
@@ -340,7 +345,7 @@ def test_resize_grad_in_an_if_branch_is_lowered():
 
 def test_run_time_scales_of_the_wrong_length_fail_in_onnxruntime():
     lowered, _ = lower(grad_model({"mode": "linear"}, [1, 1, "H", "W"], [1, 1, "H2", "W2"], [1, 1, 2, 2],
-                                  run_time=("scales",)))
+                                  run_time=("scales",)), semantics=INSTALLED)
     sess = session(lowered)
     feeds = {"dY": np.zeros((1, 1, 8, 8), np.float32), "X": np.zeros((1, 1, 4, 4), np.float32)}
     for bad in ([1, 1, 2, 2, 1], [1, 2, 2]):
@@ -349,7 +354,8 @@ def test_run_time_scales_of_the_wrong_length_fail_in_onnxruntime():
 
 
 def test_dy_that_does_not_match_the_scales_fails_in_onnxruntime():
-    lowered, _ = lower(grad_model({"mode": "linear"}, [1, 1, "H", "W"], [1, 1, "H2", "W2"], [1, 1, 2, 2]))
+    lowered, _ = lower(grad_model({"mode": "linear"}, [1, 1, "H", "W"], [1, 1, "H2", "W2"], [1, 1, 2, 2]),
+                       semantics=INSTALLED)
     with pytest.raises(Exception, match="(?i)matmul|shape|dimension"):
         run_model(lowered, {"dY": np.zeros((1, 1, 8, 9), np.float32), "X": np.zeros((1, 1, 4, 4), np.float32)})
 
@@ -358,7 +364,8 @@ def test_dy_that_does_not_match_the_scales_fails_in_onnxruntime():
                                                                                       1e-6)])
 def test_dynamic_path_keeps_float16_and_double(elem, dtype, tol):
     attrs, scales = {"mode": "linear"}, [1, 1, 1.5, 0.5]
-    model, report = lower(grad_model(attrs, ["N", 2, "H", "W"], ["N", 2, "H2", "W2"], scales, elem=elem))
+    model, report = lower(grad_model(attrs, ["N", 2, "H", "W"], ["N", 2, "H2", "W2"], scales, elem=elem),
+                          semantics=INSTALLED)
     assert report[0].dynamic
     onnx.checker.check_model(model, full_check=True)
     shape = [2, 2, 6, 9]
@@ -371,7 +378,7 @@ def test_dynamic_path_keeps_float16_and_double(elem, dtype, tol):
 def test_dynamic_path_reports_the_run_time_tie_rule_and_refuses_onnx_spec_nearest():
     """The dynamic path runs the executing onnxruntime's Resize, so it follows that runtime's nearest ties."""
     model = grad_model({"mode": "nearest"}, [1, 1, "H", "W"], [1, 1, "H2", "W2"], [1, 1, 2, 2])
-    _, report = lower(model)
+    _, report = lower(model, semantics=INSTALLED)
     assert report[0].semantics == "onnxruntime at run time"
     with pytest.raises(DescError, match=r"node rg\.semantics.*run time"):
         lower(model, semantics="onnx-spec")
@@ -387,7 +394,7 @@ def test_function_called_with_different_ranks_is_refused_by_name():
     model.graph.node.append(helper.make_node("GradUp", ["dY3", "X3"], ["dX3"], domain="local", name="call3"))
     model.graph.output.append(helper.make_tensor_value_info("dX3", F32, ["N", 2, "W"]))
     with pytest.raises(DescError, match=r"function GradUp\.dy.*different ranks.*call3"):
-        lower(model)
+        lower(model, semantics=INSTALLED)
 
 
 def test_tf_crop_antialias_follows_onnxruntime():
@@ -397,7 +404,7 @@ def test_tf_crop_antialias_follows_onnxruntime():
     from onnx_ops import build_resize
     attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize", "antialias": 1}
     scales, roi, shape = [1, 1, 0.5, 1.1], [0, 0, 0.1, 0.2, 1, 1, 0.9, 1.1], [1, 2, 5, 6]
-    lowered, _ = lower(grad_model(attrs, [1, 2, "H", "W"], [1, 2, "H2", "W2"], scales, roi))
+    lowered, _ = lower(grad_model(attrs, [1, 2, "H", "W"], [1, 2, "H2", "W2"], scales, roi), semantics=INSTALLED)
     rng = np.random.default_rng(4)
     x = rng.standard_normal(shape).astype(np.float32)
     y = run_model(build_resize(OnnxResize(shape, attrs, roi, scales, opset=19)), {"X": x})[0]
@@ -406,8 +413,8 @@ def test_tf_crop_antialias_follows_onnxruntime():
     lhs, rhs = np.sum(y.astype(np.float64) * dy), np.sum(x.astype(np.float64) * dx)
     assert abs(lhs - rhs) <= 1e-5 * (1 + abs(lhs))
     assert np.any(y[..., -1] == 0)         # onnxruntime extrapolated on the unchanged axis (W: 6 -> 6)
-    res = to_canonical(OnnxResize(shape, attrs, roi, scales, opset=19))
+    res = to_canonical(OnnxResize(shape, attrs, roi, scales, opset=19), semantics=INSTALLED)
     np.testing.assert_allclose(resize(x.astype(np.float64), res), y, rtol=1e-5, atol=1e-6)   # the reference's map
-    static, report = lower(grad_model(attrs, shape, list(y.shape), scales, roi))
+    static, report = lower(grad_model(attrs, shape, list(y.shape), scales, roi), semantics=INSTALLED)
     assert not report[0].dynamic
     np.testing.assert_allclose(run_model(static, {"dY": dy, "X": x})[0], dx, rtol=1e-5, atol=1e-6)

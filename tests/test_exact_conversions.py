@@ -5,9 +5,12 @@ import numpy as np
 import pytest
 
 from dml_desc import conventions
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions.common import exact
 from dml_desc.errors import ConversionError
 from tests.test_torch_calls import random_call
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
 torch = pytest.importorskip("torch", reason="torch is not installed; the torch oracle is optional")
@@ -29,7 +32,7 @@ def torch_forward(call: dict, x: np.ndarray) -> np.ndarray:
 
 def test_antialiased_bilinear_downsampling_converts_with_exclude_outside():
     call = {"input_shape": [1, 1, 16, 16], "mode": "bilinear", "scale_factor": [0.5, 0.5], "antialias": True}
-    node, notes = conventions.convert("torch", "onnx", call)
+    node, notes = conventions.convert("torch", "onnx", call, semantics=INSTALLED)
     assert node["attributes"]["exclude_outside"] == 1 and node["attributes"]["antialias"] == 1 and not notes
     x = np.random.default_rng(0).standard_normal(call["input_shape"]).astype(np.float32)
     np.testing.assert_allclose(ort_forward(node, x), torch_forward(call, x), atol=1e-6)   # was 0.22 apart
@@ -39,7 +42,7 @@ def test_onnx_antialiased_linear_is_not_torch_antialias():
     node = {"op_type": "Resize", "opset": 19, "input_shape": [1, 1, 16, 16],
             "attributes": {"mode": "linear", "antialias": 1}, "scales": [1.0, 1.0, 0.5, 0.5]}
     with pytest.raises(ConversionError) as e:
-        conventions.convert("onnx", "torch", node)
+        conventions.convert("onnx", "torch", node, semantics=INSTALLED)
     assert e.value.field == "exclude_outside"
 
 
@@ -66,12 +69,12 @@ def test_random_torch_calls_converted_to_onnx_run_alike(seed):
         except (ValueError, RuntimeError):
             continue
         try:
-            node, notes = conventions.convert("torch", "onnx", call, opset=19)
+            node, notes = conventions.convert("torch", "onnx", call, opset=19, semantics=INSTALLED)
             exact_ones += 1
         except ConversionError as e:
             assert "--tolerance" in e.rule and "max |dw|" in e.rule
             try:
-                node, notes = conventions.convert("torch", "onnx", call, opset=19, tolerance=1e-6)
+                node, notes = conventions.convert("torch", "onnx", call, opset=19, tolerance=1e-6, semantics=INSTALLED)
             except ConversionError:
                 continue
             assert "within --tolerance 1e-06" in notes[-1]
@@ -98,7 +101,7 @@ def test_random_antialiased_onnx_nodes_converted_to_torch_run_alike(seed):
         sizes = [1, 1] + [int(rng.integers(2, 12)) for _ in range(2)]
         node = {"op_type": "Resize", "opset": 19, "input_shape": shape, "attributes": attrs, "sizes": sizes}
         try:
-            call, _ = conventions.convert("onnx", "torch", node)
+            call, _ = conventions.convert("onnx", "torch", node, semantics=INSTALLED)
         except ConversionError as e:
             assert "closest spelling" in e.rule or "max |dw|" in e.rule or e.field in ("exclude_outside",
                                                                                       "cubic_coeff_a")

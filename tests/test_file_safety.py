@@ -14,9 +14,12 @@ import pytest
 from onnx import numpy_helper
 
 from dml_desc import DescError
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.files import FileError, TEMP_MARK, read_bounded, stale_temp_files, write_atomic
 from onnx_ops.lower import lower_file
 from tests.test_bad_input import resize_grad_model
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECRET = b"root:x:0:0:root:/root:/bin/bash\n" * 4
@@ -58,7 +61,7 @@ def test_external_data_through_a_symlink_out_of_the_folder_is_refused_and_never_
     data.unlink()
     data.symlink_to(secret)
     with pytest.raises(DescError) as e:
-        lower_file(str(path), str(tmp_path / "out.onnx"))
+        lower_file(str(path), str(tmp_path / "out.onnx"), semantics=INSTALLED)
     assert "outside the model's folder" in str(e.value) and "initializer" in e.value.field
     assert "e+" not in str(e.value) and "root:x" not in str(e.value)        # no bytes of the target, as floats or text
     assert not (tmp_path / "out.onnx").exists()
@@ -73,7 +76,7 @@ def test_bad_locations_are_refused_naming_the_tensor_and_the_rule(tmp_path, loca
     secret_file(tmp_path)
     set_location(path, location)
     with pytest.raises(DescError) as e:
-        lower_file(str(path), str(tmp_path / "out.onnx"))
+        lower_file(str(path), str(tmp_path / "out.onnx"), semantics=INSTALLED)
     assert rule in str(e.value) and e.value.field.startswith("initializer ")
     assert "root:x" not in str(e.value)
 
@@ -84,19 +87,19 @@ def test_a_folder_or_fifo_as_data_file_is_refused(tmp_path):
     data.unlink()
     os.mkfifo(data)
     with pytest.raises(DescError, match="regular file"):
-        lower_file(str(path), str(tmp_path / "out.onnx"))
+        lower_file(str(path), str(tmp_path / "out.onnx"), semantics=INSTALLED)
 
 
 def test_offset_and_length_must_lie_inside_the_data_file(tmp_path):
     path = external_model(tmp_path / "in")
     set_location(path, "m.data", offset=10 ** 9)
     with pytest.raises(DescError, match="past the end"):
-        lower_file(str(path), str(tmp_path / "out.onnx"))
+        lower_file(str(path), str(tmp_path / "out.onnx"), semantics=INSTALLED)
     model = onnx.load(str(path), load_external_data=False)
     model.graph.initializer[0].external_data.add(key="length", value="-5")
     (tmp_path / "in" / "m.onnx").write_bytes(model.SerializeToString())
     with pytest.raises(DescError, match="non-negative integer"):
-        lower_file(str(path), str(tmp_path / "out.onnx"))
+        lower_file(str(path), str(tmp_path / "out.onnx"), semantics=INSTALLED)
 
 
 def test_lowering_into_another_folder_writes_a_new_data_file_never_through_a_symlink(tmp_path):
@@ -106,12 +109,12 @@ def test_lowering_into_another_folder_writes_a_new_data_file_never_through_a_sym
     out.mkdir()
     (out / "m.data").symlink_to(secret)             # a trap named like the data file
     with pytest.raises(DescError, match="symbolic link"):
-        lower_file(str(path), str(out / "x.onnx"))
+        lower_file(str(path), str(out / "x.onnx"), semantics=INSTALLED)
     assert secret.read_bytes() == SECRET             # never appended to
     (out / "m.data").unlink()
     (out / "m.data").write_bytes(b"old contents")
     for _ in range(2):                               # repeated runs replace the data file, never append
-        lower_file(str(path), str(out / "x.onnx"))
+        lower_file(str(path), str(out / "x.onnx"), semantics=INSTALLED)
         size = (out / "m.data").stat().st_size
         lowered = onnx.load(str(out / "x.onnx"))     # onnx reads the data back
     assert (out / "m.data").stat().st_size == size and b"old contents" not in (out / "m.data").read_bytes()
@@ -126,7 +129,7 @@ def test_the_output_may_not_be_a_file_the_input_reads(tmp_path):
     path = external_model(tmp_path / "in")
     before = (tmp_path / "in" / "m.data").read_bytes()
     with pytest.raises(DescError, match="data file the input model reads"):
-        lower_file(str(path), str(tmp_path / "in" / "m.data"))
+        lower_file(str(path), str(tmp_path / "in" / "m.data"), semantics=INSTALLED)
     assert (tmp_path / "in" / "m.data").read_bytes() == before
 
 
@@ -373,7 +376,7 @@ def test_an_immutable_target_is_a_file_error(tmp_path, what):
         pytest.skip("chattr +i is not available here (needs root and a file system with the immutable flag)")
     try:
         with pytest.raises(FileError) as e:
-            lower_file(str(path), str(path))
+            lower_file(str(path), str(path), semantics=INSTALLED)
         assert e.value.errno == errno.EPERM and e.value.filename == str(path)
         assert isinstance(e.value.__cause__, OSError) and TEMP_MARK not in str(e.value)
     finally:
@@ -384,6 +387,6 @@ def test_an_immutable_target_is_a_file_error(tmp_path, what):
 def test_a_file_that_is_not_a_model_is_never_echoed(tmp_path):
     secret = secret_file(tmp_path)
     with pytest.raises(DescError) as e:
-        lower_file(str(secret), str(tmp_path / "out.onnx"))
+        lower_file(str(secret), str(tmp_path / "out.onnx"), semantics=INSTALLED)
     assert "not an ONNX model" in str(e.value) and "root:x" not in str(e.value)
     assert f"{len(SECRET)} bytes" in str(e.value)

@@ -7,9 +7,12 @@ from hypothesis import strategies as st
 
 from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.weights import gradient_taps
 from onnx_ops import build_resize, build_resize_grad, lower, run_model
 from onnx_ops.forms import band, band_dense, plan_axes, shared_band
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 
 def _lowered(r: OnnxResize, dtype=np.float32):
@@ -17,11 +20,11 @@ def _lowered(r: OnnxResize, dtype=np.float32):
     for o in model.opset_import:
         if o.domain == "":
             o.version = r.opset
-    return lower(model)
+    return lower(model, semantics=INSTALLED)
 
 
 def _check(r: OnnxResize, dtype=np.float32, seed=0, rtol=1e-5):
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     lowered, report = _lowered(r, dtype)
     dy = np.random.default_rng(seed).standard_normal(res.out_shape).astype(dtype)
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, dtype)})[0]
@@ -63,7 +66,7 @@ def test_cost_model_picks_the_expected_form_and_it_is_exact(r, forms, ops):
                                                ("nearest", 48, 96, False), ("linear", 40, 80, True)])
 def test_shared_band_matches_the_taps_with_clamped_windows(mode, n, m, clamped):
     r = OnnxResize([n], {"mode": mode}, sizes=[m], op_type="ResizeGrad")
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     taps = gradient_taps(res.axes[0], res)
     plan = shared_band(taps, 0, 8 if n % 8 == 0 else 5)
     assert plan is not None and plan.shared and (plan.starts[0] < 0) == clamped   # edge windows read clamped rows
@@ -82,7 +85,7 @@ def _ort_gradient_matrix(n: int, m: int, **attrs) -> np.ndarray:
 def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
     """Cubic clamps X's indices, not dY's: the edge tiles differ, so only the per-tile band fits."""
     r = OnnxResize([32], {"mode": "cubic"}, sizes=[64], op_type="ResizeGrad")
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     taps = gradient_taps(res.axes[0], res)
     assert shared_band(taps, 0, 8) is None
     np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), taps.dense(), rtol=0, atol=0)
@@ -93,7 +96,7 @@ def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
 def test_band_covers_any_map_exactly():
     r = OnnxResize([37], {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, sizes=[101],
                    op_type="ResizeGrad")
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     taps = gradient_taps(res.axes[0], res)
     oracle = _ort_gradient_matrix(37, 101, mode="cubic", coordinate_transformation_mode="align_corners")
     for tile in (1, 37):
@@ -117,20 +120,21 @@ def test_symbolic_batch_and_channels_keep_working():
     for value in list(model.graph.input) + list(model.graph.output):
         dims = value.type.tensor_type.shape.dim
         dims[0].dim_param, dims[1].dim_param = "N", "C"
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].forms[0].startswith("band") and not report[0].dynamic
     onnx.checker.check_model(lowered, full_check=True)
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     for n, c in ((2, 3), (1, 5)):
         dy = np.random.default_rng(n).standard_normal((n, c) + res.out_shape[2:]).astype(np.float32)
         dx = run_model(lowered, {"dY": dy, "X": np.zeros((n, c) + res.in_shape[2:], np.float32)})[0]
-        want = resize_grad(dy.astype(np.float64), to_canonical(_spec("linear", (n, c, 128, 128), sizes=(217, 217))))
+        want = resize_grad(dy.astype(np.float64), to_canonical(_spec("linear", (n, c, 128, 128), sizes=(217, 217)),
+                                                               semantics=INSTALLED))
         np.testing.assert_allclose(dx, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
 def _same_bits_on_every_thread_count(r: OnnxResize, seed: int):
     """Lower `r`, run it on 1, 2 and 4 threads twice over and assert one result; returns (res, model, feeds)."""
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     model = _lowered(r)[0]
     dy = np.random.default_rng(seed).standard_normal(res.out_shape).astype(np.float32)
     feeds = {"dY": dy, "X": np.zeros(res.in_shape, np.float32)}
@@ -147,7 +151,7 @@ def test_band_forms_are_bitwise_deterministic_across_runs_and_threads(r):
 def test_band_forms_never_make_a_non_finite_value_finite(r):
     """A MatMul multiplies by its matrix's zeros, so an inf or NaN in dY may turn other outputs of its window
     into NaN (0 * inf). Every dX entry the reference makes non-finite stays non-finite; the rest are exact."""
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     model = _lowered(r)[0]
     dy = np.random.default_rng(5).standard_normal(res.out_shape).astype(np.float32)
     dy[0, 0, 2, 3], dy[0, 1, 7, 5] = np.inf, np.nan
@@ -160,8 +164,8 @@ def test_band_forms_never_make_a_non_finite_value_finite(r):
 
 
 def test_plan_cost_prefers_dense_for_small_axes_and_bands_for_long_ones():
-    small = to_canonical(_spec("linear", (8, 32, 128, 128), sizes=(47, 47)))
-    long = to_canonical(_spec("linear", (1, 1, 2048, 2048), sizes=(3000, 3000)))
+    small = to_canonical(_spec("linear", (8, 32, 128, 128), sizes=(47, 47)), semantics=INSTALLED)
+    long = to_canonical(_spec("linear", (1, 1, 2048, 2048), sizes=(3000, 3000)), semantics=INSTALLED)
     assert plan_axes(small)[0][-1].band.dense
     assert [(p.kind, p.band.tile) for p in plan_axes(long)[0]] == [("band", 16), ("band-t", 16)]   # transposed
 
@@ -198,7 +202,7 @@ def test_lowering_of_non_integer_resizes_is_the_reference_gradient(r, seed):
     from hypothesis import assume
     from dml_desc import DescError
     try:
-        to_canonical(r)
+        to_canonical(r, semantics=INSTALLED)
     except DescError:              # e.g. scales that give an empty output
         assume(False)
     _check(r, seed=seed, rtol=2e-6)
@@ -223,7 +227,7 @@ def test_huge_factors_lower_within_the_band_cap():
     lowering considers is built from the sparse taps and capped, so the constants stay within MAX_BAND_ENTRIES."""
     from onnx_ops.forms import MAX_BAND_ENTRIES
     r = OnnxResize([1, 1, 4, 68], {"mode": "linear"}, scales=[1, 1, 2, 32768], op_type="ResizeGrad")
-    lowered, report = lower(build_resize_grad(r))
+    lowered, report = lower(build_resize_grad(r), semantics=INSTALLED)
     entries = sum(int(np.prod(t.dims)) for t in lowered.graph.initializer)
     assert report[0].forms[1].startswith("band") and entries <= MAX_BAND_ENTRIES + 4096
 
@@ -283,7 +287,7 @@ def test_pool_form_keeps_symbolic_batch_and_channels():
     for value in list(model.graph.input) + list(model.graph.output):
         dims = value.type.tensor_type.shape.dim
         dims[0].dim_param, dims[1].dim_param = "N", "C"
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert set(report[0].forms) == {"avgpool"} and not report[0].dynamic
     onnx.checker.check_model(lowered, full_check=True)
     for n, c in ((2, 3), (1, 5)):

@@ -16,8 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dml_desc import DescError, conventions
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions import deconv
 from tests.conftest import CONV_DML, CONV_ONNX, DOC_EXAMPLE
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 SCALE = float(os.environ.get("DML_DESC_FUZZ_EXAMPLES", "1"))
 
@@ -95,29 +98,28 @@ def test_mutated_inputs_give_a_result_or_a_desc_error(fmt, data, value):
     loaded = load_mutated(SEEDS[fmt], fmt, data, value, conventions.load)
     if loaded is not None:             # what loads also converts (or is refused by name) to every format
         for dst in conventions.FORMATS:
-            own_error_or_result(lambda: conventions.dump(dst, *loaded))
+            own_error_or_result(lambda: conventions.dump(dst, *loaded, semantics=INSTALLED))
 
 
 @budget(150)
 @given(st.sampled_from(sorted(DECONV_SEEDS)), st.data(), JSON)
 def test_mutated_deconv_documents_round_trip_or_refuse(fmt, data, value):
-    loaded = load_mutated(DECONV_SEEDS[fmt], fmt, data, value, deconv.load)
+    loaded = load_mutated(DECONV_SEEDS[fmt], fmt, data, value, deconv.read)
     if loaded is None:
         return
-    spec, layout, _ = loaded
     for dst in ("onednn", "dml", "onnx"):        # what we write, our own loader reads back as the same spec
-        out = own_error_or_result(lambda: deconv.dump(dst, spec, layout))
+        out = own_error_or_result(lambda: deconv.write(dst, loaded).obj)
         if out is not None:
-            assert deconv.load(dst, out)[0] == spec
+            assert deconv.read(dst, out).canonical == loaded.canonical
 
 
 @budget(150)
 @given(st.sampled_from(sorted(SEEDS) + ["deconv-onednn", "deconv-dml", "deconv-onnx"]), JSON)
 def test_arbitrary_documents(fmt, obj):
     if fmt.startswith("deconv-"):
-        own_error_or_result(lambda: deconv.load(fmt.split("-")[1], obj))
+        own_error_or_result(lambda: deconv.read(fmt.split("-")[1], obj))
     else:
-        own_error_or_result(lambda: conventions.load(fmt, obj))
+        own_error_or_result(lambda: conventions.load(fmt, obj, semantics=INSTALLED))
 
 
 # ---- the CLI: arbitrary file bytes, one line on stderr and exit 2 (or a result and exit 0) ----------------
@@ -222,7 +224,7 @@ def test_lowering_writes_only_valid_models(spec):
     from onnx_ops.validate import check_written
     from tests.fuzz.atheris_loaders import _lower_model
     model = _lower_model(spec)
-    lowered = own_error_or_result(lambda: lower(model))
+    lowered = own_error_or_result(lambda: lower(model, semantics=INSTALLED))
     if lowered is not None and lowered.rewrites:
         check_written(lowered.model)       # raises DescError: the lowering must never produce such a model
 
@@ -244,7 +246,7 @@ def test_corrupted_model_files_give_own_errors(data):
         for i, b in enumerate(data[:8]):
             corrupt[(b * 7 + i * 13) % len(corrupt)] ^= (b or 1)
         del corrupt[len(corrupt) - data[0] % 40:]
-    own_error_or_result(lambda: lower(parse_model(bytes(corrupt))))
+    own_error_or_result(lambda: lower(parse_model(bytes(corrupt)), semantics=INSTALLED))
 
 
 _SMALL = _small_model_bytes()

@@ -9,9 +9,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
+from dml_desc.conventions.onnx import installed_semantics
 from onnx_ops import lower
 from onnx_ops.generic_forms import FAMILY, _proven_axis, _taps, zero_padded
 from onnx_ops.run import session
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 F32, F16, F64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE
 NP = {F32: np.float32, F16: np.float16, F64: np.float64}
@@ -36,7 +39,7 @@ def grad_model(attrs, x_dims, scales, opset=19, elem=F32):
 
 
 def reference(attrs, shape, scales, dy):
-    res = to_canonical(OnnxResize(list(shape), attrs, scales=list(scales), opset=19))
+    res = to_canonical(OnnxResize(list(shape), attrs, scales=list(scales), opset=19), semantics=INSTALLED)
     return resize_grad(dy.astype(np.float64), res)
 
 
@@ -89,7 +92,7 @@ def concrete(dims, k):
 @pytest.mark.parametrize("attrs, dims, scales, opset, form", CASES)
 def test_generic_form_is_the_reference_gradient_on_many_lengths(attrs, dims, scales, opset, form):
     model = grad_model(attrs, dims, scales, opset)
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     onnx.checker.check_model(lowered, full_check=True)
     assert report[0].dynamic and all(f.startswith(form) for f in report[0].forms), report[0].forms
     assert not {"EyeLike", "MatMul"} & {n.op_type for n in lowered.graph.node}
@@ -162,7 +165,7 @@ def test_proven_axis_form_holds_beyond_its_proof_family(attrs, factor):
 def test_unproven_maps_keep_the_general_path(attrs, factor):
     assert _proven_axis(key(attrs), float(factor), 19) is None
     model = grad_model(attrs, ["N", 3, "H", "W"], [1, 1, factor, factor])
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].forms[0].startswith("dynamic: Resize(identity)")
     assert "EyeLike" in {n.op_type for n in lowered.graph.node}
 
@@ -171,7 +174,7 @@ def test_run_time_scales_keep_the_general_path():
     model = grad_model(NEAREST, ["N", 3, "H", "W"], [1, 1, 2, 2])
     model.graph.input.append(helper.make_tensor_value_info("scales", F32, [4]))
     del model.graph.initializer[:]
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].forms[0].startswith("dynamic: Resize(identity)")
 
 
@@ -180,7 +183,7 @@ def test_run_time_scales_keep_the_general_path():
 def test_generic_form_is_onnxruntimes_forward_transposed(attrs, opset):
     """<Resize(x), dY> = <x, dX> with onnxruntime's own forward Resize on the same shapes (float64 sums)."""
     scales = [1, 1, 2, 2]
-    lowered, _ = lower(grad_model(attrs, ["N", 4, "H", "W"], scales, opset))
+    lowered, _ = lower(grad_model(attrs, ["N", 4, "H", "W"], scales, opset), semantics=INSTALLED)
     forward = helper.make_model(helper.make_graph(
         [helper.make_node("Resize", ["x", "", "s"], ["y"], **attrs)], "f",
         [helper.make_tensor_value_info("x", F32, ["N", 4, "H", "W"])],
@@ -202,7 +205,7 @@ def test_generic_form_is_onnxruntimes_forward_transposed(attrs, opset):
                                                         (LINEAR, ["N", "C", "H", "W"], [1, 1, 4, 4], 19),
                                                         ({"mode": "cubic"}, ["N", 8, "H", "W"], [1, 1, 2, 2], 17)])
 def test_generic_form_is_bitwise_deterministic_across_threads(attrs, dims, scales, opset):
-    lowered, _ = lower(grad_model(attrs, dims, scales, opset))
+    lowered, _ = lower(grad_model(attrs, dims, scales, opset), semantics=INSTALLED)
     shape = [d if isinstance(d, int) else n for d, n in zip(dims, (3, 8, 48, 40))]
     runs = [run(lowered, shape, scales, threads=t, seed=5)[1] for t in (1, 2, 4, 1)]
     assert all(r.tobytes() == runs[0].tobytes() for r in runs)
@@ -214,7 +217,7 @@ def test_generic_form_is_bitwise_deterministic_across_threads(attrs, dims, scale
 def test_generic_form_keeps_float16_and_double(elem, attrs, form, tol):
     """float16 runs in float32; double keeps double (block sums; the Conv form is float32 only: general path)."""
     scales = [1, 1, 2, 2]
-    lowered, report = lower(grad_model(attrs, ["N", 2, "H", "W"], scales, 17, elem))
+    lowered, report = lower(grad_model(attrs, ["N", 2, "H", "W"], scales, 17, elem), semantics=INSTALLED)
     assert report[0].forms[0].startswith(form)
     dy, dx = run(lowered, [2, 2, 5, 6], scales, elem)
     assert dx.dtype == NP[elem]
@@ -225,7 +228,7 @@ def test_generic_form_keeps_float16_and_double(elem, attrs, form, tol):
 @pytest.mark.parametrize("dy_shape", [(1, 2, 8, 9), (1, 2, 9, 8), (1, 2, 4, 16), (1, 2, 8, 7), (2, 2, 8, 8)])
 def test_dy_that_does_not_match_x_times_the_scales_fails_in_onnxruntime(attrs, opset, dy_shape):
     """Same element count, swapped dims, a short axis, another batch: onnxruntime's error, never a result."""
-    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], [1, 1, 2, 2], opset))
+    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], [1, 1, 2, 2], opset), semantics=INSTALLED)
     sess = session(lowered)
     with pytest.raises(Exception, match="(?i)shape|dimension"):
         sess.run(None, {"dY": np.zeros(dy_shape, np.float32), "X": np.zeros((1, 2, 4, 4), np.float32)})
@@ -259,7 +262,7 @@ def test_generic_form_is_torch_autograds_gradient(torch_mode, kw, attrs, factor)
     """The real-export case end to end: torch's own backward of interpolate(scale_factor=f) is the oracle."""
     torch = pytest.importorskip("torch", reason="torch is the oracle here (the training env has it)")
     scales = [1, 1, factor, factor]
-    lowered, report = lower(grad_model(attrs, ["N", 3, "H", "W"], scales, 17))
+    lowered, report = lower(grad_model(attrs, ["N", 3, "H", "W"], scales, 17), semantics=INSTALLED)
     assert report[0].forms[0].startswith("generic")
     for k, shape in enumerate([(2, 3, 1, 1), (2, 3, 5, 7), (1, 3, 16, 9)]):
         dy, dx = run(lowered, shape, scales, seed=k)
@@ -296,7 +299,7 @@ def test_axes_attribute_and_the_report_name_each_axis_its_own_form(axes):
                               [helper.make_tensor_value_info("dX", F32, ["N", 3, "H", "W"])],
                               [numpy_helper.from_array(np.array([2, 4], np.float32), "scales")])
     lowered, report = lower(helper.make_model(graph, ir_version=9, opset_imports=[
-        helper.make_opsetid("", 19), helper.make_opsetid("com.microsoft", 1)]))
+        helper.make_opsetid("", 19), helper.make_opsetid("com.microsoft", 1)]), semantics=INSTALLED)
     factors = dict(zip([a % 4 for a in axes], (2, 4)))
     assert [f"x{factors[a]} " in form for a, form in zip(report[0].axes, report[0].forms)] == [True, True]
     scales = [1, 1, factors[2], factors[3]]

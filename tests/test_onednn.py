@@ -11,11 +11,14 @@ from conformance.deconv_suite import CASES
 from conformance.onednn_suite import kernel_reference
 from conformance.reference import resize_grad
 from dml_desc import conventions
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions import deconv, onednn
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.errors import ConversionError, DescError
 from dml_desc.runtimes import onednn as runtime
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 needs_onednn = pytest.mark.skipif(runtime.missing_reason() is not None, reason=str(runtime.missing_reason()))
 JIT = "jit:avx512_core"
@@ -176,7 +179,8 @@ def test_float32_steps_move_ties_on_large_axes():
     res = onednn.to_canonical(_doc([9464], [10236], 2, "NCX", "nearest"))
     assert res.axes[2].coords is not None and res.axes[2].coords[9672] == 8942.5
     exact = onnx_conv.to_canonical(onnx_conv.OnnxResize([1, 2, 9464], {"mode": "nearest", "nearest_mode":
-                                                                      "round_prefer_ceil"}, sizes=[1, 2, 10236]))
+                                                                      "round_prefer_ceil"}, sizes=[1, 2, 10236]),
+                                     semantics=INSTALLED)
     with pytest.raises(ConversionError):        # ONNX's exact map rounds that output down: not oneDNN's
         conventions.dump("onednn", exact)
     # 7919 -> 5000 nearest, 3000 -> 7001 and 9464 -> 10236 linear: oneDNN's backward kernels are not the
@@ -217,7 +221,8 @@ def test_conv_transpose_backward_data_agrees_with_torch_autograd():
 def _written_documents():
     docs = []
     rng = np.random.default_rng(3)
-    maps = [onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], {"mode": m}, sizes=[2, 3, a, b]))
+    maps = [onnx_conv.to_canonical(onnx_conv.OnnxResize([2, 3, 6, 10], {"mode": m}, sizes=[2, 3, a, b]),
+                                   semantics=INSTALLED)
             for m in ("nearest", "linear") for a, b in ((12, 20), (9, 15), (3, 5))]
     maps += [onednn.to_canonical(_doc([int(i)], [int(o)], 2, "NXC", "linear")) for i, o in rng.integers(1, 40, (6, 2))]
     maps.append(onednn.to_canonical(_doc([7], [31], 2, "NCX", "nearest")))
@@ -236,9 +241,10 @@ def _written_documents():
         doc = deconv.to_onednn(CASES[0][1])
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
-        spec, layout, notes = deconv.load("onednn", doc)
+        reading = deconv.read("onednn", doc)
+        spec, layout, notes = reading.canonical, reading.layout, reading.notes
         assert notes and "read as" in notes[-1]
-        docs.append(deconv.dump("onednn", spec, layout))
+        docs.append(deconv.write("onednn", reading).obj)
     return docs
 
 
@@ -296,7 +302,8 @@ def test_an_abort_inside_onednn_becomes_a_desc_error_and_the_batch_goes_on():
 
 def test_refused_conventions_and_a_missing_library_say_why(monkeypatch):
     ac = onnx_conv.to_canonical(onnx_conv.OnnxResize([1, 2, 4, 5], {"mode": "linear", "coordinate_transformation_mode":
-                                                                  "align_corners"}, sizes=[1, 2, 7, 9]))
+                                                                  "align_corners"}, sizes=[1, 2, 7, 9]),
+                                  semantics=INSTALLED)
     with pytest.raises(ConversionError, match="align_corners"):
         runtime.interpolate_backward(ac, np.ones(ac.out_shape))
     monkeypatch.setenv(runtime.LIB_ENV, "/nonexistent/libdnnl.so.3")

@@ -7,6 +7,9 @@ from onnx import helper, TensorProto
 from conformance.onnx_cases import case_to_resize, onnx_resize_cases
 from conformance.reference import resize
 from dml_desc.conventions.onnx import to_canonical
+from dml_desc.conventions.onnx import installed_semantics
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 CASES = onnx_resize_cases()
 # onnx's generator computes align_corners with the unfloored length in*scale (x = o*(in-1)/(in*scale-1));
@@ -37,7 +40,7 @@ def test_all_39_cases_are_present():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_forward_parity(case):
-    res = to_canonical(case_to_resize(case))
+    res = to_canonical(case_to_resize(case), semantics=INSTALLED)
     ours = resize(case.x.astype(np.float64), res)
     theirs = ort_forward(case)
     assert ours.shape == theirs.shape == case.expected.shape
@@ -52,6 +55,6 @@ def test_forward_parity(case):
 def test_every_case_round_trips_through_the_onnx_converter(case):
     from dml_desc.conventions.onnx import from_canonical
     from dml_desc.weights import same_weights
-    res = to_canonical(case_to_resize(case))
-    node, _ = from_canonical(res, op_type="Resize")
-    assert same_weights(res, to_canonical(node))
+    res = to_canonical(case_to_resize(case), semantics=INSTALLED)
+    node, _ = from_canonical(res, op_type="Resize", semantics=INSTALLED)
+    assert same_weights(res, to_canonical(node, semantics=INSTALLED))

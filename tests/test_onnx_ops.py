@@ -11,8 +11,11 @@ from onnx import TensorProto, helper, numpy_helper
 from conformance.onnx_cases import case_to_resize, onnx_resize_cases
 from conformance.reference import resize_grad
 from dml_desc import DescError
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from onnx_ops import build_resize, build_resize_grad, lower, lower_file, run_model
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 CASES = onnx_resize_cases()
 
@@ -26,11 +29,11 @@ def grad_case(case):
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_lowered_grad_is_the_transpose_of_ort_resize(case):
     r = grad_case(case)
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     # keep_aspect_ratio_policy without sizes (the gradient builder drops them) now lowers, the scale recovered
     # from X's and dY's shapes (issue 25); only a shape pair two scales explain is refused, by name
     try:
-        lowered = lower(build_resize_grad(r)).model      # the node read back (build --lowered: test_one_lowering)
+        lowered = lower(build_resize_grad(r), semantics=INSTALLED).model      # the node read back (build --lowered: test_one_lowering)
     except DescError as e:
         assert r.attr("keep_aspect_ratio_policy", "stretch") != "stretch" and "two scales" in str(e), e
         return
@@ -49,7 +52,7 @@ def test_lowered_grad_is_the_transpose_of_ort_resize(case):
 def test_models_check_and_are_stamped_for_ort_training():
     r = OnnxResize([1, 2, 5, 7], {"mode": "cubic", "exclude_outside": 1}, scales=[1, 1, 1.6, 0.6],
                    op_type="ResizeGrad")
-    for model in (build_resize_grad(r), build_resize_grad(r, lowered=True), build_resize(r)):
+    for model in (build_resize_grad(r), build_resize_grad(r, lowered=True, semantics=INSTALLED), build_resize(r)):
         onnx.checker.check_model(model, full_check=True)
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
         assert model.ir_version <= 10
@@ -64,7 +67,7 @@ def test_native_resize_grad_has_no_cpu_kernel_and_lowering_fixes_it():
     model = build_resize_grad(OnnxResize([1, 1, 4, 4], {"mode": "linear"}, scales=[1, 1, 2, 2], op_type="ResizeGrad"))
     with pytest.raises(Exception, match="ResizeGrad"):
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert len(report) == 1 and report[0].forms
     out = run_model(lowered, {"dY": np.ones((1, 1, 8, 8), np.float32), "X": np.zeros((1, 1, 4, 4), np.float32)})[0]
     np.testing.assert_allclose(out, np.full((1, 1, 4, 4), 4.0), rtol=1e-6)
@@ -73,16 +76,17 @@ def test_native_resize_grad_has_no_cpu_kernel_and_lowering_fixes_it():
 @pytest.mark.parametrize("dtype,tol", [(np.float16, 2e-3), (np.float64, 1e-12)])
 def test_dtypes(dtype, tol):
     r = OnnxResize([2, 3, 6, 9], {"mode": "linear"}, scales=[1, 1, 1.5, 0.5], op_type="ResizeGrad")
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     dy = np.random.default_rng(3).standard_normal(res.out_shape).astype(dtype)
-    got = run_model(build_resize_grad(r, dtype, lowered=True), {"dY": dy, "X": np.zeros(res.in_shape, dtype)})[0]
+    got = run_model(build_resize_grad(r, dtype, lowered=True,
+                                      semantics=INSTALLED), {"dY": dy, "X": np.zeros(res.in_shape, dtype)})[0]
     assert got.dtype == dtype
     np.testing.assert_allclose(got.astype(np.float64), resize_grad(dy.astype(np.float64), res), rtol=tol, atol=tol)
 
 
 def test_bitwise_deterministic_across_runs_and_threads():
     r = OnnxResize([4, 8, 33, 47], {"mode": "cubic"}, sizes=[4, 8, 70, 20], op_type="ResizeGrad")
-    model = build_resize_grad(r, lowered=True)
+    model = build_resize_grad(r, lowered=True, semantics=INSTALLED)
     dy = np.random.default_rng(5).standard_normal((4, 8, 70, 20)).astype(np.float32)
     feeds = {"dY": dy, "X": np.zeros((4, 8, 33, 47), np.float32)}
     outs = [run_model(model, feeds, threads=t)[0] for t in (1, 2, 1, 2)]
@@ -109,7 +113,7 @@ def _user_model():
 
 def test_lower_keeps_everything_else():
     m = _user_model()
-    lowered, report = lower(m)
+    lowered, report = lower(m, semantics=INSTALLED)
     names = [n.name for n in lowered.graph.node]
     assert names[0] == "relu" and names[-1] == "neg"
     inits = {t.name for t in lowered.graph.initializer}
@@ -119,7 +123,7 @@ def test_lower_keeps_everything_else():
     assert [report[0].node] == ["rg"]
     a = np.random.default_rng(0).standard_normal((1, 2, 4, 6)).astype(np.float32)
     out = run_model(lowered, {"a": a, "X": np.zeros((1, 2, 2, 2), np.float32)})[0]
-    res = to_canonical(OnnxResize([1, 2, 2, 2], {"mode": "nearest"}, scales=[1, 1, 2, 3]))
+    res = to_canonical(OnnxResize([1, 2, 2, 2], {"mode": "nearest"}, scales=[1, 1, 2, 3]), semantics=INSTALLED)
     np.testing.assert_allclose(out, -resize_grad(np.maximum(a, 0).astype(np.float64), res), rtol=1e-6)
 
 
@@ -128,14 +132,14 @@ def test_lower_file_in_place_with_external_data(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(m, path, save_as_external_data=True, all_tensors_to_one_file=True, location="m.data",
               size_threshold=100)
-    report = lower_file(str(path), str(path))
+    report = lower_file(str(path), str(path), semantics=INSTALLED)
     assert len(report) == 1
     again = onnx.load(str(path))
     assert np.array_equal(numpy_helper.to_array(next(t for t in again.graph.initializer if t.name == "unused_big")),
                           np.arange(1000, dtype=np.float32))
     other = tmp_path / "sub"
     other.mkdir()
-    lower_file(str(path), str(other / "x.onnx"))
+    lower_file(str(path), str(other / "x.onnx"), semantics=INSTALLED)
     assert len(onnx.load(str(other / "x.onnx")).graph.initializer) == len(again.graph.initializer)
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
@@ -156,7 +160,7 @@ def test_malformed_node_names_node_and_attribute(change, field):
     if "x_rank" in change:
         m.graph.input[1].CopyFrom(helper.make_tensor_value_info("X", 1, [2, 2, 2]))
     with pytest.raises(DescError) as info:
-        lower(m)
+        lower(m, semantics=INSTALLED)
     assert "rg" in str(info.value) and field in str(info.value)
 
 
@@ -167,7 +171,7 @@ def test_unknown_rank_gives_a_clear_error():
     m.graph.input[1].CopyFrom(helper.make_tensor_value_info("X", 1, None))
     del m.graph.node[1].input[2:]                  # no scales: nothing gives the rank
     with pytest.raises(DescError, match=r"node rg\.X.*no known rank"):
-        lower(m)
+        lower(m, semantics=INSTALLED)
 
 
 FORMS = [  # (mode, per-axis scale, shape, the forms the lowering must pick)
@@ -191,8 +195,8 @@ FORMS = [  # (mode, per-axis scale, shape, the forms the lowering must pick)
 @pytest.mark.parametrize("mode,scale,shape,forms", FORMS)
 def test_each_fast_form_is_picked_and_exact(mode, scale, shape, forms):
     r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [scale] * (len(shape) - 2), op_type="ResizeGrad")
-    res = to_canonical(r)
-    lowered, report = lower(build_resize_grad(r))
+    res = to_canonical(r, semantics=INSTALLED)
+    lowered, report = lower(build_resize_grad(r), semantics=INSTALLED)
     assert set(report[0].forms) == forms
     dy = np.random.default_rng(11).standard_normal(res.out_shape).astype(np.float32)
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
@@ -203,8 +207,8 @@ def test_each_fast_form_is_picked_and_exact(mode, scale, shape, forms):
 @pytest.mark.parametrize("mode,scale", [("nearest", 2.0), ("nearest", 0.5), ("linear", 2.0), ("linear", 0.5)])
 def test_float64_models_use_forms_onnxruntime_implements(mode, scale):
     r = OnnxResize([1, 2, 8, 8], {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
-    res = to_canonical(r)
-    model = build_resize_grad(r, np.float64, lowered=True)
+    res = to_canonical(r, semantics=INSTALLED)
+    model = build_resize_grad(r, np.float64, lowered=True, semantics=INSTALLED)
     assert not {n.op_type for n in model.graph.node} & {"Conv", "ConvTranspose", "Resize"}
     dy = np.random.default_rng(4).standard_normal(res.out_shape)
     dx = run_model(model, {"dY": dy, "X": np.zeros(res.in_shape)})[0]
@@ -243,14 +247,14 @@ def test_lowering_emits_ops_valid_at_the_models_opset(opset, mode, scales):
     shape = [1, 2, 3, 4]
     node = helper.make_node("ResizeGrad", ["dY", "X", "", "scales"], ["dX"], domain="com.microsoft", mode=mode)
     r = OnnxResize(shape, {"mode": mode}, scales=scales, opset=opset)
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("dY", 1, list(res.out_shape)),
                                         helper.make_tensor_value_info("X", 1, shape)],
                           [helper.make_tensor_value_info("dX", 1, shape)],
                           [numpy_helper.from_array(np.array(scales, np.float32), "scales")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)],
                           ir_version=7)
-    lowered, _ = lower(m)
+    lowered, _ = lower(m, semantics=INSTALLED)
     onnx.checker.check_model(lowered)
     dy = np.random.default_rng(0).standard_normal(res.out_shape).astype(np.float32)
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(shape, np.float32)})[0]
@@ -266,14 +270,14 @@ def test_resize_grad_in_a_subgraph_without_rank_is_refused_by_name():
                           [helper.make_tensor_value_info("out", 1, None)])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
     with pytest.raises(DescError, match=r"branch\.(then|else)_branch/node inner_rg\.X.*no known rank"):
-        lower(m)
+        lower(m, semantics=INSTALLED)
 
 
 @pytest.mark.parametrize("mode,scale", [("nearest", 2.0), ("linear", 2.0), ("linear", 0.5), ("nearest", 1.5)])
 def test_fast_forms_are_bitwise_deterministic_across_threads(mode, scale):
     r = OnnxResize([4, 16, 24, 24], {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
-    res = to_canonical(r)
-    model = build_resize_grad(r, lowered=True)
+    res = to_canonical(r, semantics=INSTALLED)
+    model = build_resize_grad(r, lowered=True, semantics=INSTALLED)
     dy = np.random.default_rng(9).standard_normal(res.out_shape).astype(np.float32)
     feeds = {"dY": dy, "X": np.zeros(res.in_shape, np.float32)}
     outs = [run_model(model, feeds, threads=t)[0].tobytes() for t in (1, 2, 1, 2)]
@@ -281,12 +285,13 @@ def test_fast_forms_are_bitwise_deterministic_across_threads(mode, scale):
 
 
 def test_lowering_names_never_collide_with_the_users():
-    generated = [o for n in lower(_user_model())[0].graph.node for o in n.output if o not in ("dY", "dX", "out")]
+    generated = [o for n in lower(_user_model(),
+                                  semantics=INSTALLED)[0].graph.node for o in n.output if o not in ("dY", "dX", "out")]
     assert generated
     m = _user_model()                                   # the user already has a tensor of that exact name
     m.graph.node.append(helper.make_node("Identity", ["a"], [generated[0]], name="user_node"))
     m.graph.output.append(helper.make_tensor_value_info(generated[0], 1, [1, 2, 4, 6]))
-    lowered, _ = lower(m)
+    lowered, _ = lower(m, semantics=INSTALLED)
     produced = [o for n in lowered.graph.node for o in n.output]
     assert len(produced) == len(set(produced))
     onnx.checker.check_model(lowered)
@@ -301,8 +306,8 @@ def test_kron_form_keeps_non_finite_values_non_finite_within_one_chunk(mode, sca
     the other outputs of its chunk into NaN (0 * inf). Nothing non-finite ever becomes finite, and
     nothing leaks past the chunk."""
     r = OnnxResize([1, 2, 8, 40], {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
-    res = to_canonical(r)
-    lowered, report = lower(build_resize_grad(r))
+    res = to_canonical(r, semantics=INSTALLED)
+    lowered, report = lower(build_resize_grad(r), semantics=INSTALLED)
     chunk = int(report[0].forms[-1].split("->")[1])            # dX columns per MatMul row
     dy = np.random.default_rng(5).standard_normal(res.out_shape).astype(np.float32)
     dy[0, 0, 2, 3], dy[0, 1, 1, 13] = np.inf, np.nan
@@ -336,8 +341,8 @@ def integer_factor_grads(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(integer_factor_grads(), st.integers(0, 1000))
 def test_lowering_of_integer_factors_is_the_reference_gradient(r, seed):
-    res = to_canonical(r)
-    lowered, report = lower(build_resize_grad(r))
+    res = to_canonical(r, semantics=INSTALLED)
+    lowered, report = lower(build_resize_grad(r), semantics=INSTALLED)
     dy = np.random.default_rng(seed).standard_normal(res.out_shape).astype(np.float32)
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     want = resize_grad(dy.astype(np.float64), res)
@@ -349,8 +354,8 @@ def test_lowering_of_integer_factors_is_the_reference_gradient(r, seed):
     ("linear", 2.0, [1, 2, 8, 12], "Resize(linear, antialias)")])   # MatMul forms: tests/test_forms.py
 def test_other_forms_keep_the_references_non_finite_pattern(mode, scale, shape, form):
     r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0, scale, scale], op_type="ResizeGrad")
-    res = to_canonical(r)
-    lowered, report = lower(build_resize_grad(r))
+    res = to_canonical(r, semantics=INSTALLED)
+    lowered, report = lower(build_resize_grad(r), semantics=INSTALLED)
     assert report[0].forms[0] == form
     dy = np.ones(res.out_shape, np.float32)
     dy[0, 0, 1, 1], dy[0, 1, 1, 1] = np.inf, np.nan
@@ -366,8 +371,8 @@ def test_other_forms_keep_the_references_non_finite_pattern(mode, scale, shape, 
     ("nearest", [1, 1, 2, 0.5], ("kron-sum", "kron-matmul 3->6"), ["MatMul", "Reshape", "ReduceSum"])])
 def test_kron_form_on_some_axes(mode, scales, forms, ops):
     r = OnnxResize([2, 4, 8, 6], {"mode": mode}, scales=[float(s) for s in scales], op_type="ResizeGrad")
-    res = to_canonical(r)
-    lowered, report = lower(build_resize_grad(r))
+    res = to_canonical(r, semantics=INSTALLED)
+    lowered, report = lower(build_resize_grad(r), semantics=INSTALLED)
     assert report[0].forms == forms and [n.op_type for n in lowered.graph.node] == ops
     dy = np.random.default_rng(3).standard_normal(res.out_shape).astype(np.float32)
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]

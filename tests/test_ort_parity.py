@@ -74,7 +74,7 @@ def resizes(draw):
 @given(resizes(), st.integers(0, 1000))
 def test_forward_matches_onnxruntime(r, seed):
     try:
-        res = to_canonical(r)
+        res = to_canonical(r, semantics=INSTALLED)
     except DescError:
         assume(False)         # invalid draws (e.g. an empty output) are refused; any other error fails (issue 21)
     x = np.random.default_rng(seed).standard_normal(r.input_shape).astype(np.float32)
@@ -101,7 +101,8 @@ def test_resize10_rules_match_onnxruntime(mode, scales):
                           [numpy_helper.from_array(np.array(scales, np.float32), "s")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 10)], ir_version=7)
     theirs = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
-    np.testing.assert_allclose(resize(x.astype(np.float64), to_canonical(r)), theirs, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(resize(x.astype(np.float64), to_canonical(r, semantics=INSTALLED)), theirs,
+                               rtol=1e-6, atol=1e-6)
 
 
 def _probe_session(ctm: str, nearest: str):
@@ -172,7 +173,7 @@ def test_lowered_tie_gradient_is_the_transpose_of_the_runtime_resize(shape, attr
     a = ort_resize(fwd, np.eye(n_in, dtype=np.float32).reshape(n_in, 1, n_in)).reshape(n_in, n_out).T   # A[o, i]
     grad = OnnxResize([n_out, 1, n_in], attrs, roi=full_roi, scales=None, sizes=[n_out, 1, n_out],
                       op_type="ResizeGrad")
-    model = build_resize_grad(grad, lowered=True)
+    model = build_resize_grad(grad, lowered=True, semantics=INSTALLED)
     g = run_model(model, {"dY": np.eye(n_out, dtype=np.float32).reshape(n_out, 1, n_out),
                           "X": np.zeros((n_out, 1, n_in), np.float32)})[0].reshape(n_out, n_in)   # G[i, o] at [o, i]
     np.testing.assert_array_equal(g, a)            # G == A^T
@@ -181,7 +182,7 @@ def test_lowered_tie_gradient_is_the_transpose_of_the_runtime_resize(shape, attr
 def test_keep_aspect_ratio_lengths_round_halves_up():
     """X [2, 4], sizes [5, 5], not_larger: scale 1.25, 2 * 1.25 = 2.5 -> 3 (onnxruntime's std::round), not 2."""
     r = OnnxResize([2, 4], {"mode": "linear", "keep_aspect_ratio_policy": "not_larger"}, sizes=[5, 5], opset=19)
-    assert to_canonical(r).out_shape == (3, 5)
+    assert to_canonical(r, semantics=INSTALLED).out_shape == (3, 5)
     assert ort_resize(r, np.ones((2, 4), np.float32)).shape == (3, 5)
 
 
@@ -192,7 +193,7 @@ def test_a_model_at_the_newest_opset_lowers_and_runs():
     model = build_resize_grad(OnnxResize([1, 1, 4, 6], {"mode": "linear"}, scales=[1, 1, 2, 1.5],
                                          op_type="ResizeGrad"))
     model.opset_import[0].version = newest
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     assert [o.version for o in lowered.opset_import if o.domain == ""] == [newest]
     assert lowered.ir_version == model.ir_version and report[0].semantics == INSTALLED
     onnx.checker.check_model(lowered, full_check=True)
@@ -204,6 +205,6 @@ def test_a_model_at_the_newest_opset_lowers_and_runs():
             raise
         pytest.skip(f"onnxruntime {ort.__version__} does not run ai.onnx {newest}: {str(e)[:120]}")
     want = run_model(lower(build_resize_grad(OnnxResize([1, 1, 4, 6], {"mode": "linear"}, scales=[1, 1, 2, 1.5],
-                                                                   op_type="ResizeGrad")))[0],
+                                                                   op_type="ResizeGrad")), semantics=INSTALLED)[0],
                      {"dY": dy, "X": np.zeros((1, 1, 4, 6), np.float32)})[0]
     np.testing.assert_array_equal(got, want)

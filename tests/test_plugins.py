@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dml_desc.conventions.onnx import installed_semantics
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "own-kernel.md"
@@ -49,7 +52,7 @@ def test_the_documented_kernel_passes_and_the_planted_bug_fails(tmp_path):
     # the printed description is what `dml-desc convert --to onnx` prints for the case: load it and run it
     from dml_desc import conventions
     desc = failed[0]["description"]
-    res, backward = conventions.load("onnx", desc)
+    res, backward = conventions.load("onnx", desc, semantics=INSTALLED)
     assert backward and desc["op_type"] == "ResizeGrad" and res.out_shape == (2, 3, 12, 20)
     assert 'name="backend" value="py:my_buggy_kernel:resize_grad"' in (tmp_path / "r.xml").read_text()
     page = (tmp_path / "report.html").read_text()

@@ -6,11 +6,12 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 from conformance.reference import resize
-from dml_desc.conventions import onnx as onnx_conv
+from dml_desc import conventions
+from dml_desc.conventions import onnx as onnx_conv, onnx_semantics
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from dml_desc.errors import DescError
 from dml_desc.weights import snap_ties
-from onnx_ops import IR_VERSION, OPSET, build_resize, build_resize_grad, lower
+from onnx_ops import IR_VERSION, OPSET, build_gradient, build_resize, build_resize_grad, lower, lower_file
 
 
 def picks(r: OnnxResize) -> dict:
@@ -61,7 +62,7 @@ def test_semantics_names_are_checked_and_versions_map():
 def test_keep_aspect_ratio_lengths_round_halves_up():
     """X [2, 4], sizes [5, 5], not_larger: scale min(2.5, 1.25) = 1.25; 2 * 1.25 = 2.5 -> 3 as onnxruntime rounds."""
     r = OnnxResize([2, 4], {"mode": "linear", "keep_aspect_ratio_policy": "not_larger"}, sizes=[5, 5])
-    assert to_canonical(r).out_shape == (3, 5)
+    assert {to_canonical(r, s).out_shape for s in onnx_conv.SEMANTICS} == {(3, 5)}
 
 
 @pytest.mark.parametrize("semantics,want", [("ort-1.19", 14), ("ort-1.27", 15), ("onnx-spec", 15)])
@@ -81,7 +82,80 @@ def test_lower_follows_the_chosen_semantics(semantics, want):
 def test_models_built_from_scratch_are_stamped_for_the_training_build():
     """IR 9 and ai.onnx 19 whatever onnx is installed (onnx 1.18+ would stamp IR 11, which 1.19.2 refuses)."""
     r = OnnxResize([1, 1, 4, 4], {"mode": "linear"}, scales=[1, 1, 2, 2], op_type="ResizeGrad")
-    for model in (build_resize_grad(r), build_resize_grad(r, lowered=True), build_resize(r)):
+    for model in (build_resize_grad(r), build_resize_grad(r, lowered=True, semantics="ort-1.27"), build_resize(r)):
         assert model.ir_version == IR_VERSION == 9
         assert {o.domain: o.version for o in model.opset_import}[""] == OPSET == 19
         onnx.checker.check_model(model, full_check=True)
+
+
+# The issue example: a tie within 1e-6 only, so the three semantics give three different gradients' weights.
+TIE = OnnxResize([1, 1, 20], {"mode": "nearest", "nearest_mode": "round_prefer_ceil"}, sizes=[1, 1, 6],
+                 op_type="ResizeGrad")
+
+
+def _library_results(semantics: str, tmp_path) -> list:
+    """What every library entry that depends on the ONNX semantics gives under `semantics`, as bytes / values."""
+    res = to_canonical(TIE, semantics)
+    node, _ = onnx_conv.from_canonical(res, op_type="ResizeGrad", semantics=semantics)
+    src = tmp_path / "tie.onnx"
+    onnx.save(build_resize_grad(TIE), src)
+    lower_file(str(src), str(tmp_path / f"{semantics}.onnx"), semantics=semantics)
+    return [res, node, conventions.load("onnx", TIE.to_json(), semantics=semantics),
+            conventions.dump("onnx", res, semantics=semantics),
+            conventions.convert("onnx", "onnx", TIE.to_json(), semantics=semantics),
+            build_gradient(res, semantics=semantics)[0].SerializeToString(),
+            build_gradient(res, lowered=True, semantics=semantics)[0].SerializeToString(),
+            build_resize_grad(TIE, lowered=True, semantics=semantics).SerializeToString(),
+            lower(build_resize_grad(TIE), semantics=semantics).model.SerializeToString(),
+            (tmp_path / f"{semantics}.onnx").read_bytes()]
+
+
+@pytest.mark.parametrize("semantics", onnx_conv.SEMANTICS)
+def test_library_results_do_not_depend_on_the_installed_runtime(semantics, tmp_path, monkeypatch):
+    """With an explicit semantics, the library gives the same bytes whichever onnxruntime is installed (1.19.2,
+    1.32.0 or none: installed_runtime stubbed) and never asks which one is (a stub that raises)."""
+    results = []
+    for version in ("1.19.2", "1.32.0", None, RuntimeError):
+        def stub(version=version):
+            if version is RuntimeError:
+                raise RuntimeError("the library asked for the installed onnxruntime")
+            return version
+        for module in (onnx_semantics, onnx_conv):
+            monkeypatch.setattr(module, "installed_runtime", stub)
+        results.append(_library_results(semantics, tmp_path))
+    assert all(r == results[0] for r in results[1:])
+    other = next(s for s in onnx_conv.SEMANTICS if s != semantics and {s, semantics} != {"ort-1.27", "onnx-spec"})
+    assert to_canonical(TIE, other) != results[0][0]        # the argument is honoured, not ignored
+
+
+def test_omitting_the_semantics_is_the_projects_error(tmp_path, monkeypatch):
+    """No library call path falls back to the installed onnxruntime: each omission is a DescError naming
+    `semantics`, with installed_runtime stubbed to raise (the CLI's default, resolve_semantics, still reads it)."""
+    def stub():
+        raise AssertionError("the library asked for the installed onnxruntime")
+    for module in (onnx_semantics, onnx_conv):
+        monkeypatch.setattr(module, "installed_runtime", stub)
+    res = to_canonical(TIE, "ort-1.27")
+    src = tmp_path / "tie.onnx"
+    onnx.save(build_resize_grad(TIE), src)           # an OnnxResize node is built as is: no semantics needed
+    calls = {"to_canonical": lambda: to_canonical(TIE),
+             "from_canonical": lambda: onnx_conv.from_canonical(res),
+             "conventions.read": lambda: conventions.read("onnx", TIE.to_json()),
+             "conventions.load": lambda: conventions.load("onnx", TIE.to_json()),
+             "conventions.write": lambda: conventions.write("onnx", res),
+             "conventions.dump": lambda: conventions.dump("onnx", res),
+             "conventions.convert": lambda: conventions.convert("torch", "onnx", {"input_shape": [1, 1, 4],
+                                                                                  "mode": "linear", "size": [8]}),
+             "build_gradient": lambda: build_gradient(res),
+             "build_gradient lowered": lambda: build_gradient(res, lowered=True),
+             "build_resize_grad lowered": lambda: build_resize_grad(TIE, lowered=True),
+             "build_resize_grad of a Resampling": lambda: build_resize_grad(res),
+             "build_resize of a Resampling": lambda: build_resize(res),
+             "lower": lambda: lower(build_resize_grad(TIE)),
+             "lower_file": lambda: lower_file(str(src), str(tmp_path / "out.onnx"))}
+    for name, call in calls.items():
+        with pytest.raises(DescError) as e:
+            call()
+        assert e.value.field == "semantics" and "installed_semantics()" in e.value.rule, name
+    with pytest.raises(AssertionError, match="asked for the installed"):
+        onnx_conv.resolve_semantics(None)               # the documented default does read it

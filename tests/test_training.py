@@ -14,7 +14,10 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the oracle,
 pytest.importorskip("onnxruntime.training", reason="onnxruntime.training failed to import")
 
 from dml_desc.errors import DescError  # noqa: E402
+from dml_desc.conventions.onnx import installed_semantics  # noqa: E402
 from onnx_ops.training import generate_cpu_artifacts  # noqa: E402
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 MODES = [({"mode": "nearest"}, "nearest", {}),
          ({"mode": "linear"}, "bilinear", {"align_corners": False}),
@@ -39,7 +42,7 @@ def test_cpu_train_step_matches_torch_autograd(tmp_path, attrs, tmode, tkw):
     w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
     target = rng.standard_normal((2, 4, 12, 12)).astype(np.float32)
-    report = generate_cpu_artifacts(conv_resize(attrs, w), ["W"], str(tmp_path))
+    report = generate_cpu_artifacts(conv_resize(attrs, w), ["W"], str(tmp_path), semantics=INSTALLED)
     assert len(report) == 1 and not report[0].kept_native
     state = CheckpointState.load_checkpoint(os.path.join(tmp_path, "checkpoint"))
     module = Module(os.path.join(tmp_path, "training_model.onnx"), state,
@@ -93,7 +96,8 @@ def test_every_generate_artifacts_option_passes_through_and_ort_files_train(tmp_
     model.graph.initializer.append(numpy_helper.from_array(np.zeros(4, np.float32), "B"))
     model.graph.node[0].input.append("B")
     report = generate_cpu_artifacts(model, ["W"], str(tmp_path), frozen_params=["B"], loss="L1Loss",
-                                    optimizer="AdamW", additional_output_names=["y"], prefix="p_", ort_format=True)
+                                    optimizer="AdamW", additional_output_names=["y"], prefix="p_", ort_format=True,
+                                    semantics=INSTALLED)
     assert [str(r).split(":")[1] for r in report.rewrites] == [" linear; axis 2"] and report.eval_repairs == []
     names = sorted(os.path.basename(f) for f in report.files)
     assert names == sorted(f"p_{m}_model.{e}" for m in ("training", "eval", "optimizer") for e in ("onnx", "ort"))
@@ -162,12 +166,12 @@ def test_prepare_artifacts_makes_an_existing_folder_train(tmp_path):
     from onnxruntime.training.api import CheckpointState, Module
     from onnx_ops.training import prepare_artifacts
     with pytest.raises(DescError, match="out_dir=.*training_model.onnx"):
-        prepare_artifacts(str(tmp_path))
+        prepare_artifacts(str(tmp_path), semantics=INSTALLED)
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
     artifacts.generate_artifacts(conv_resize(MODES[0][0], w), requires_grad=["W"], loss=artifacts.LossType.MSELoss,
                                  artifact_directory=str(tmp_path))
-    report = prepare_artifacts(str(tmp_path))
+    report = prepare_artifacts(str(tmp_path), semantics=INSTALLED)
     assert [r.mode for r in report.rewrites] == ["nearest"] and len(report.files) == 2      # no optimizer model
     state = CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
     module = Module(str(tmp_path / "training_model.onnx"), state, str(tmp_path / "eval_model.onnx"), device="cpu")
@@ -175,7 +179,8 @@ def test_prepare_artifacts_makes_an_existing_folder_train(tmp_path):
     conv = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
     y = np.repeat(np.repeat(conv, 2, 2), 2, 3)                                 # nearest x2
     assert abs(float(module(x, target)) - float(np.mean(y.astype(np.float64) ** 2))) < 1e-5
-    assert prepare_artifacts(str(tmp_path)).rewrites == []                    # idempotent: nothing left to lower
+    assert prepare_artifacts(str(tmp_path),
+                             semantics=INSTALLED).rewrites == []                    # idempotent: nothing left to lower
 
 
 def test_cli_lower_in_place_on_a_training_graph_with_maxpool_grad(tmp_path):
@@ -235,7 +240,7 @@ def test_ops_without_gradients_are_decomposed_and_train_as_torch(tmp_path, op, a
                           "m", [helper.make_tensor_value_info("x", 1, ["N", 3, 5])],
                           [helper.make_tensor_value_info("y", 1, ["N", 3, 5])], [numpy_helper.from_array(w, "W")])
     report = generate_cpu_artifacts(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8),
-                                    ["W"], str(tmp_path), optimizer=None)
+                                    ["W"], str(tmp_path), optimizer=None, semantics=INSTALLED)
     assert len(report.decompositions) == 1 and op in report.decompositions[0] and op in str(report)
     state = CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
     module = Module(str(tmp_path / "training_model.onnx"), state, device="cpu")
@@ -257,7 +262,7 @@ def test_an_op_without_gradient_or_decomposition_is_named_in_one_line(tmp_path):
                           [helper.make_tensor_value_info("y", 1, [2, 3, 1, 1])], [numpy_helper.from_array(w, "W")])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     with pytest.raises(DescError) as e:
-        generate_cpu_artifacts(model, ["W"], str(tmp_path))
+        generate_cpu_artifacts(model, ["W"], str(tmp_path), semantics=INSTALLED)
     assert str(e.value).startswith("node gmp='GlobalMaxPool': has no gradient") and "\n" not in str(e.value)
     assert len(str(e.value)) < 240
 
@@ -326,7 +331,8 @@ def test_torch_adamw_matches_torch_optim_adamw_over_several_steps(tmp_path, opti
     from onnxruntime.training.api import CheckpointState, Module, Optimizer
     rng = np.random.default_rng(6)
     w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
-    generate_cpu_artifacts(conv_resize(MODES[1][0], w), ["W"], str(tmp_path), optimizer="TorchAdamW", adamw=options)
+    generate_cpu_artifacts(conv_resize(MODES[1][0], w), ["W"], str(tmp_path), optimizer="TorchAdamW", adamw=options,
+                           semantics=INSTALLED)
     state = CheckpointState.load_checkpoint(str(tmp_path / "checkpoint"))
     module = Module(str(tmp_path / "training_model.onnx"), state, device="cpu")
     optimizer = Optimizer(str(tmp_path / "optimizer_model.onnx"), module)
@@ -349,7 +355,8 @@ def test_torch_adamw_matches_torch_optim_adamw_over_several_steps(tmp_path, opti
     np.testing.assert_allclose(state.parameters["W"].data, tw.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert np.abs(state.parameters["W"].data - w).max() > 0.02          # it moved: 4 steps of ~lr each
     with pytest.raises(DescError, match='adamw=.*TorchAdamW" only'):
-        generate_cpu_artifacts(conv_resize(MODES[1][0], w), ["W"], str(tmp_path / "x"), adamw={"eps": 1e-8})
+        generate_cpu_artifacts(conv_resize(MODES[1][0], w), ["W"], str(tmp_path / "x"), adamw={"eps": 1e-8},
+                               semantics=INSTALLED)
 
 
 def test_batchnorm_statistics_left_as_constants_are_named_under_attention(tmp_path):
@@ -368,9 +375,10 @@ def test_batchnorm_statistics_left_as_constants_are_named_under_attention(tmp_pa
     (tmp_path / "ort").mkdir()
     artifacts.generate_artifacts(model, requires_grad=["W"], loss=artifacts.LossType.MSELoss,
                                  artifact_directory=str(tmp_path / "ort"))
-    (note,) = prepare_artifacts(str(tmp_path / "ort")).attention
+    (note,) = prepare_artifacts(str(tmp_path / "ort"), semantics=INSTALLED).attention
     assert "['m', 'v'] are constants of the training graph" in note and "frozen_params" in note
-    report = generate_cpu_artifacts(model, ["W"], str(tmp_path / "ours"))          # ours adds them by default
+    report = generate_cpu_artifacts(model, ["W"], str(tmp_path / "ours"),
+                                    semantics=INSTALLED)          # ours adds them by default
     assert report.statistics == ["m", "v"] and report.attention == []
 
 
@@ -383,14 +391,14 @@ def test_artifacts_stamped_by_a_newer_onnx_are_restamped_and_load(tmp_path):
     from onnx_ops.training import prepare_artifacts
     rng = np.random.default_rng(7)
     w = (rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32)
-    generate_cpu_artifacts(conv_resize(MODES[0][0], w), ["W"], str(tmp_path))
+    generate_cpu_artifacts(conv_resize(MODES[0][0], w), ["W"], str(tmp_path), semantics=INSTALLED)
     for name in ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx"):
         model = onnx.load(str(tmp_path / name))
         model.ir_version = 14
         onnx.save(model, str(tmp_path / name))
     with pytest.raises(Exception, match="Unsupported model IR version: 14"):
         Module(str(tmp_path / "training_model.onnx"), CheckpointState.load_checkpoint(str(tmp_path / "checkpoint")))
-    report = prepare_artifacts(str(tmp_path))
+    report = prepare_artifacts(str(tmp_path), semantics=INSTALLED)
     assert sorted(r.split(":")[0] for r in report.restamped) == ["eval_model.onnx", "optimizer_model.onnx",
                                                                  "training_model.onnx"]
     assert all("IR 14 -> 10" in r for r in report.restamped)

@@ -19,8 +19,11 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from dml_desc.errors import DescError  # noqa: E402
+from dml_desc.conventions.onnx import installed_semantics  # noqa: E402
 from onnx_ops import training, training_input  # noqa: E402
 from onnx_ops.training import generate_cpu_artifacts  # noqa: E402
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 SIZES = [(2, 16, 16), (3, 24, 20), (1, 12, 28)]
 
@@ -113,7 +116,8 @@ def test_default_exporter_path_with_external_data_from_another_folder_trains_as_
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     before = sorted(os.listdir(os.path.dirname(path)))
-    report = generate_cpu_artifacts(path, trainable(net), str(out))      # running statistics added by default
+    report = generate_cpu_artifacts(path, trainable(net), str(out),
+                                    semantics=INSTALLED)      # running statistics added by default
     assert os.listdir(elsewhere) == [] and sorted(os.listdir(os.path.dirname(path))) == before
     assert sorted(os.listdir(out)) == ["checkpoint", "eval_model.onnx", "optimizer_model.onnx", "training_model.onnx"]
     assert [d.split(":")[0] for d in report.decompositions] == ["node_hardswish"] or \
@@ -144,7 +148,8 @@ def test_models_over_the_proto_limit_go_by_path_in_a_private_folder(exported, tm
     monkeypatch.setattr(training_input, "PROTO_LIMIT", 0)
     monkeypatch.chdir(tmp_path)
     temp_before = set(os.listdir(tempfile.gettempdir()))
-    generate_cpu_artifacts(path, trainable(net), "artifacts", frozen_params=["bn.running_mean", "bn.running_var"])
+    generate_cpu_artifacts(path, trainable(net), "artifacts", frozen_params=["bn.running_mean", "bn.running_var"],
+                           semantics=INSTALLED)
     assert sorted(os.listdir(tmp_path)) == ["artifacts"]
     assert not [f for f in set(os.listdir(tempfile.gettempdir())) - temp_before if f.startswith("dml-desc")]
     ort_losses, torch_losses, _, _, _ = train_both(net, str(tmp_path / "artifacts"), steps=2)
@@ -155,8 +160,9 @@ def test_a_modelproto_with_unloaded_external_data_is_refused_with_the_fix(export
     net, path = exported
     proto = onnx.load(path, load_external_data=False)
     with pytest.raises(DescError, match="external data references; pass the model's path"):
-        generate_cpu_artifacts(proto, trainable(net), str(tmp_path))
-    report = generate_cpu_artifacts(onnx.load(path), trainable(net), str(tmp_path))    # with its data: works
+        generate_cpu_artifacts(proto, trainable(net), str(tmp_path), semantics=INSTALLED)
+    report = generate_cpu_artifacts(onnx.load(path), trainable(net), str(tmp_path),
+                                    semantics=INSTALLED)    # with its data: works
     assert len(report.rewrites) == 2
 
 
@@ -165,7 +171,7 @@ def test_batchnorm_folded_by_the_exporters_optimizer_is_reported_with_the_fix(tm
     model = onnx.load(path, load_external_data=False)
     assert not any(n.op_type == "BatchNormalization" for n in model.graph.node)      # what the optimizer does
     with pytest.raises(DescError, match=r"requires_grad=.*bn\.weight.*optimize=False"):
-        generate_cpu_artifacts(path, trainable(net), str(tmp_path / "out"))
+        generate_cpu_artifacts(path, trainable(net), str(tmp_path / "out"), semantics=INSTALLED)
     with pytest.raises(DescError, match="optimize=False"):
         training.check_torch_export(net, model)
     _, kept = export(str(tmp_path / "kept"), optimize=False)
@@ -231,7 +237,7 @@ def test_a_mobilenet_v3_block_with_hardswish_and_hardsigmoid_trains_as_torch(tmp
     dims = {0: torch.export.Dim("batch"), 2: torch.export.Dim("h", min=8), 3: torch.export.Dim("w", min=8)}
     torch.onnx.export(net, (torch.zeros(2, 3, 16, 16),), path, input_names=["x"], output_names=["y"],
                       dynamic_shapes={"x": dims}, opset_version=20, optimize=False)
-    report = generate_cpu_artifacts(path, trainable(net), str(tmp_path / "artifacts"))
+    report = generate_cpu_artifacts(path, trainable(net), str(tmp_path / "artifacts"), semantics=INSTALLED)
     decomposed = sorted(d.split(": ")[1].split(" ")[0] for d in report.decompositions)
     # one CastLike per bias-free Conv (the exporter's zero bias, cast like the activation it reads)
     assert decomposed == ["CastLike"] * 3 + ["HardSigmoid", "HardSwish", "HardSwish"]

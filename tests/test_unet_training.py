@@ -9,6 +9,9 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 
 from onnx_ops.training import PixelCrossEntropyLoss, generate_cpu_artifacts  # noqa: E402
+from dml_desc.conventions.onnx import installed_semantics  # noqa: E402
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 SHAPES = [(2, 64, 64), (3, 64, 64), (2, 96, 80)]     # one artifact set for every batch and image size
 CLASSES, LR = 3, 0.1
@@ -73,7 +76,7 @@ def artifacts(tmp_path_factory):
     frozen = [p for p in params if "running_" in p]
     report = generate_cpu_artifacts(model, [p for p in params if p not in frozen], str(out / "artifacts"),
                                     frozen_params=frozen, loss=PixelCrossEntropyLoss(), optimizer="SGD",
-                                    additional_output_names=["y"])
+                                    additional_output_names=["y"], semantics=INSTALLED)
     return out / "artifacts", report, net.state_dict()
 
 

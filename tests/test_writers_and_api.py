@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 
 from dml_desc import DescError, conventions
+from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.cli import main
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = str(ROOT / "examples" / "dml_resample_grad.json")
@@ -32,7 +35,7 @@ def test_build_gradient_flag_is_a_bool():
     from onnx_ops.build import build_gradient
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 4], "mode": "linear", "size": [8]})
     with pytest.raises(DescError, match="lowered"):
-        build_gradient(res, lowered="no")
+        build_gradient(res, lowered="no", semantics=INSTALLED)
 
 
 def test_run_model_refuses_an_unknown_provider():
@@ -40,7 +43,7 @@ def test_run_model_refuses_an_unknown_provider():
     from onnx_ops.build import build_gradient
     from onnx_ops.run import run_model
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 4], "mode": "linear", "size": [8]})
-    model, _ = build_gradient(res, lowered=True)
+    model, _ = build_gradient(res, lowered=True, semantics=INSTALLED)
     feeds = {"dY": np.ones((1, 1, 8), np.float32), "X": np.zeros((1, 1, 4), np.float32)}
     for bad in (["Bogus"], "Bogus", "CPUExecutionProviderr"):
         with pytest.raises(DescError, match="provider"):

@@ -75,10 +75,10 @@ def forward_matrix(cfg: Config, safe: bool = True) -> tuple:
 
 def canonical(cfg: Config, semantics: Optional[str] = None):
     """The canonical map the ONNX reader gives for the gradient node (dY's shape stands in for sizes)."""
-    from dml_desc.conventions.onnx import OnnxResize, to_canonical
+    from dml_desc.conventions.onnx import OnnxResize, resolve_semantics, to_canonical
     node = OnnxResize(list(cfg.shape), dict(cfg.attrs), cfg.roi, cfg.scales, cfg.sizes, opset=min(cfg.opset, 21),
                       op_type="ResizeGrad")
-    return to_canonical(node, semantics)
+    return to_canonical(node, resolve_semantics(semantics))     # None: the installed onnxruntime's
 
 
 def _runtime_name() -> str:

@@ -41,7 +41,8 @@ def lowered_gradient(cfg: Config, dy: np.ndarray, dynamic: bool) -> np.ndarray:
     from onnx_ops import lower
     from onnx_ops.run import onnxruntime, session
     onnxruntime().set_default_logger_severity(3)     # no deprecation warning per tf_half_pixel_for_nn session
-    model, _ = lower(grad_model(cfg, dynamic, dy.shape))
+    from dml_desc.conventions.onnx import installed_semantics       # judged on the runtime it runs on
+    model, _ = lower(grad_model(cfg, dynamic, dy.shape), semantics=installed_semantics())
     dt = np.dtype(cfg.dtype)
     x = np.zeros(cfg.shape, dt)
     return session(model, threads=1).run(None, {"dY": dy.astype(dt), "X": x})[0].astype(np.float64)

@@ -38,8 +38,8 @@ def to_description(res: Resampling, convention: str, semantics: Optional[str] = 
     A map the convention cannot state raises ConversionError with the converter's reason."""
     if convention == "canonical":
         return res
-    options = {"semantics": semantics} if convention == "onnx" else {}
-    return conventions.dump(convention, res, backward=True, **options)[0]
+    semantics = conventions.onnx.resolve_semantics(semantics)     # None: the installed onnxruntime's, as convert
+    return conventions.dump(convention, res, backward=True, semantics=semantics)[0]
 
 
 class Plugin(Backend):

@@ -36,7 +36,8 @@ class OnnxruntimeBackend(Backend):
     convention, dtypes = "onnx", ("f64", "f32", "f16")
 
     def __init__(self, provider: str = "CPUExecutionProvider", native: bool = False, semantics=None):
-        self.provider, self.native, self.semantics = provider, native, semantics
+        from dml_desc.conventions.onnx import resolve_semantics     # None: the installed onnxruntime's
+        self.provider, self.native, self.semantics = provider, native, resolve_semantics(semantics)
         self.name = ("onnxruntime-native:" if native else "onnxruntime:") + provider
         if native:
             self.dtypes = ("f32",)

@@ -1,71 +1,73 @@
-"""Every convention as a pair of pure converters around the canonical form.
+"""Every convention as a pair of pure converters around the canonical form, registered in one table
+(registry.CONVENTIONS; one object per format and operator family, each with `read` and `write`).
 
-`load(fmt, obj)` reads a convention's JSON form -> (Resampling, backward);
-`dump(fmt, res, backward)` writes it -> (JSON object, notes), or raises ConversionError.
+`read(fmt, obj)` reads a convention's JSON form -> Reading(canonical, backward, notes, layout);
+`write(fmt, source)` writes a Reading or a canonical form -> Writing(obj, notes), or raises ConversionError.
+`load` / `dump` / `convert` are the same walks with tuple results: (Resampling, backward) and (object, notes).
+ONNX needs `semantics=` (one of onnx.SEMANTICS) on every call that reads or writes it: the library never takes
+it from the installed onnxruntime (`onnx.installed_semantics()` does, for the CLI; docs/decisions.md).
 """
 from __future__ import annotations
 
-from .. import dmljson
 from ..canonical import Resampling
-from ..errors import ConversionError, DescError, parse_json, require
-from . import dml, onednn, onnx, tf, torch
+from ..errors import DescError, parse_json, require
+from . import deconv, dml, onednn, onnx, tf, torch  # noqa: F401  (the converter modules, by name)
+from .reading import Reading, Writing
+from .registry import CONVENTIONS, FORMATS, convention, family, family_of  # noqa: F401
 
-FORMATS = ("dml", "onednn", "onnx", "torch", "tf")
 
-
-def load(fmt: str, obj: dict, **options) -> tuple[Resampling, bool]:
+def read(fmt: str, obj, **options) -> Reading:
     """Read a description in format `fmt` ('dml', 'onednn', 'onnx', 'torch' or 'tf'; the JSON forms of
-    `dml-desc convert --help`) -> (Resampling, backward). `backward` is True for a gradient description
-    (DML RESAMPLE_GRAD*, oneDNN InterpolateBackward, ONNX ResizeGrad), False for a forward one. Options:
-    offset_reading='forward'|'swapped' (dml), semantics=... (onnx). Bad input raises DescError naming the key.
-    """
+    `dml-desc convert --help`), a resize or ConvTransposeBackwardData, -> Reading. `backward` is True for a
+    gradient description (DML RESAMPLE_GRAD*, oneDNN InterpolateBackward, ONNX ResizeGrad, a deconv), False for
+    a forward one. Options: offset_reading='forward'|'swapped' (dml), semantics=... (onnx: required; the other
+    formats ignore it). Bad input raises DescError naming the key."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
-    if fmt == "dml":
-        desc = dmljson.from_json(obj)
-        return dml.to_canonical(desc, **options), "GRAD" in desc.OPERATOR
-    if fmt == "onednn":
-        return onednn.to_canonical(obj), onednn.find_op(obj)["kind"] == "InterpolateBackward"
-    if fmt == "onnx":
-        node = onnx.OnnxResize.from_json(obj)
-        return onnx.to_canonical(node, **options), node.op_type == "ResizeGrad"   # options: semantics
-    if fmt == "torch":
-        return torch.to_canonical(torch.TorchInterpolate.from_json(obj)), False
-    return tf.to_canonical(tf.TfResize.from_json(obj)), False
+    op = family(fmt, obj)
+    return convention(fmt, op).read(obj, **_for(fmt, op, options))
 
 
-def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[dict, tuple]:
-    """Write `res` in format `fmt` -> (JSON object, notes). `backward` picks the gradient op (ResizeGrad,
-    InterpolateBackward, RESAMPLE_GRAD) or the forward one; torch and tf have only the forward call.
-    Exact or refused: a map the format cannot state raises ConversionError naming the field; the notes
-    say when the result equals `res` only for these shapes. Options: operator, offset_reading (dml),
-    data_format (onednn), opset (onnx); tolerance=T (onednn, onnx, torch, tf): accept the closest spelling whose
-    weights differ by at most T, with a note giving the bound (the default 0 accepts exact spellings only).
-    """
+def write(fmt: str, source, backward: bool = True, **options) -> Writing:
+    """Write `source` (a Reading, or a canonical Resampling) in format `fmt` -> Writing. `backward` picks the
+    gradient op (ResizeGrad, InterpolateBackward, RESAMPLE_GRAD) or the forward one (a Reading carries its
+    own); torch and tf have only the forward call. Exact or refused: a map the format cannot state raises
+    ConversionError naming the field; the notes say when the result equals the source only for these shapes.
+    Options: operator, offset_reading (dml), data_format (onednn), opset and semantics (onnx: required, the
+    other formats ignore it); tolerance=T (onednn, onnx, torch, tf): accept the closest spelling whose weights
+    differ by at most T, with a note giving the bound (the default 0 accepts exact spellings only)."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
-    require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling (conventions.load gives one)")
+    if isinstance(source, Reading):
+        if family_of(source.canonical) == "deconv":
+            return deconv.write(fmt, source, **_for(fmt, "deconv", options))
+        source, backward = source.canonical, source.backward
+    require(isinstance(source, Resampling), "res", type(source).__name__,
+            "must be a Resampling (conventions.read gives one)")
     tolerance = check_tolerance(options.pop("tolerance", 0.0))
     require(tolerance == 0 or fmt != "dml", "tolerance", tolerance, "applies to onednn, onnx, torch and tf (a DML "
             "operator states the map's parameters directly: it is exact or refused)")
     if tolerance:
         options["tolerance"] = tolerance
-    if fmt == "dml":
-        op = options.pop("operator", None) or ("DML_OPERATOR_RESAMPLE_GRAD" if backward else "DML_OPERATOR_RESAMPLE1")
-        try:
-            desc, notes = dml.from_canonical(res, op, **options)
-        except ConversionError:          # e.g. a rounding rule only RESAMPLE2 / GRAD1 can state
-            if options or op not in ("DML_OPERATOR_RESAMPLE_GRAD", "DML_OPERATOR_RESAMPLE1"):
-                raise
-            wider = "DML_OPERATOR_RESAMPLE_GRAD1" if backward else "DML_OPERATOR_RESAMPLE2"
-            desc, notes = dml.from_canonical(res, wider)
-        return dmljson.to_json(desc), notes
-    if fmt == "onednn":
-        return onednn.from_canonical(res, backward=backward, **options)
-    if fmt == "onnx":
-        node, notes = onnx.from_canonical(res, op_type="ResizeGrad" if backward else "Resize", **options)
-        return node.to_json(), notes
-    conv = torch if fmt == "torch" else tf
-    obj, notes = conv.from_canonical(res, **options)
-    return obj.to_json(), notes
+    return convention(fmt).write(source, backward, **_for(fmt, "resize", options))
+
+
+def _for(fmt: str, op: str, options: dict) -> dict:
+    """The options without `semantics` where it cannot matter (any format but an ONNX resize), so one call
+    can pass it whatever the format."""
+    return options if (op, fmt) == ("resize", "onnx") else {k: v for k, v in options.items() if k != "semantics"}
+
+
+def load(fmt: str, obj: dict, **options) -> tuple[Resampling, bool]:
+    """`read` of a resize description, as (Resampling, backward)."""
+    require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    reading = convention(fmt).read(obj, **_for(fmt, "resize", options))
+    return reading.canonical, reading.backward
+
+
+def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[dict, tuple]:
+    """`write` of a Resampling, as (JSON object, notes)."""
+    require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling (conventions.load gives one)")
+    written = write(fmt, res, backward, **options)
+    return written.obj, written.notes
 
 
 def check_tolerance(value) -> float:
@@ -76,11 +78,12 @@ def check_tolerance(value) -> float:
     return float(value)
 
 
-def convert(src: str, dst: str, obj: dict, **options) -> tuple[dict, tuple]:
-    """load(src, obj) then dump(dst, ...) in the same direction -> (JSON object, every note)."""
-    res, backward = load(src, obj)
-    out, notes = dump(dst, res, backward, **options)
-    return out, tuple(res.notes) + tuple(notes)
+def convert(src: str, dst: str, obj: dict, semantics=None, **options) -> tuple[dict, tuple]:
+    """read(src, obj) then write(dst, ...) in the same direction -> (JSON object, every note). `semantics`
+    (required where an ONNX resize is read or written) applies to both sides; the options go to `write`."""
+    reading = read(src, obj, semantics=semantics)
+    written = write(dst, reading, semantics=semantics, **options)
+    return written.obj, tuple(reading.notes) + tuple(written.notes)
 
 
 MAX_JSON_BYTES = 4 * 2 ** 20     # a description is a few kB; a oneDNN graph of many ops well under this
@@ -105,8 +108,12 @@ def guess_format(obj: object) -> str | None:
     return None
 
 
-def load_description(fmt: str, obj: object, **options) -> tuple[Resampling, bool]:
-    """conventions.load, with a hint naming the right --from when the file looks like another format."""
+def load_description(fmt: str, obj: object, semantics=None, **options) -> tuple[Resampling, bool]:
+    """The commands' reader: conventions.load, with a hint naming the right --from when the file looks like
+    another format. ONNX is read under `semantics`, or (None: no --semantics) the installed onnxruntime's
+    (onnx.resolve_semantics, the CLI's documented default)."""
+    if fmt == "onnx":
+        options["semantics"] = onnx.resolve_semantics(semantics)
     try:
         return load(fmt, obj, **options)
     except DescError as e:

@@ -18,7 +18,7 @@ def exact(source: Resampling, candidate: Resampling, target: str) -> Resampling:
     source, candidate = source.normalized(), candidate.normalized()
     if _same_params(source, candidate):
         return candidate
-    if same_weights(_head(source), _head(candidate)) and same_weights(source, candidate):
+    if same_weights(probe_head(source), probe_head(candidate)) and same_weights(source, candidate):
         return candidate.noted(f"{target}: equal to the source only for these shapes "
                                f"(in={list(source.in_shape)}, out={list(source.out_shape)}): "
                                f"the parameters differ ({_differing(source, candidate)}) but no rounding tie or "
@@ -30,7 +30,7 @@ def exact(source: Resampling, candidate: Resampling, target: str) -> Resampling:
 PROBE_ROWS = 256
 
 
-def _head(res: Resampling) -> Resampling:
+def probe_head(res: Resampling) -> Resampling:
     """The same map on the first PROBE_ROWS outputs of each axis (a row's taps do not depend on how many rows
     follow it), so a candidate that differs early is refused without building the taps of long axes."""
     if all(a.out_size <= PROBE_ROWS for a in res.axes):

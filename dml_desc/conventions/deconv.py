@@ -16,6 +16,7 @@ from ..enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_
 from ..errors import integer, int_list, one_of, require, short_key
 from ..tensor import DML_BUFFER_TENSOR_DESC
 from .common import refuse
+from .reading import Reading, Writing
 from .onednn import attrs_of, check_dtypes, find_op, known_attrs, graph_document, logical_tensor, shape_of
 
 AUTO_PADS = {"none": "None", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
@@ -281,19 +282,55 @@ def is_deconv(fmt: str, obj) -> bool:
     return fmt == "onnx" and obj.get("op_type") == "Conv"
 
 
-def load(fmt: str, obj: dict) -> tuple:
-    """(ConvSpec, layout dict, notes) from the onednn, dml or onnx JSON form."""
-    if fmt == "onednn":
-        spec, data_format, weights_format, dtype, notes = to_spec(obj)
-        return spec, {"data_format": data_format, "weights_format": weights_format, "dtype": dtype}, notes
-    if fmt == "dml":
-        from .. import dmljson
-        desc = dmljson.from_json(obj)
-        require(isinstance(desc, DML_CONVOLUTION_OPERATOR_DESC), "Operator", desc.OPERATOR,
-                f"must be {DML_CONVOLUTION_OPERATOR_DESC.OPERATOR} for ConvTransposeBackwardData")
-        dtype = "f16" if desc.input_tensor.data_type is DML_TENSOR_DATA_TYPE.FLOAT16 else "f32"
-        return from_dml(desc), {"dtype": dtype}, ()
-    require(fmt == "onnx", "format", fmt, "ConvTransposeBackwardData converts between onednn, dml and onnx")
+FORMATS = ("onednn", "dml", "onnx")
+
+
+class DeconvConvention:
+    """ConvTransposeBackwardData in one format ('onednn', 'dml' or 'onnx'): `read` gives a Reading whose canonical
+    form is a ConvSpec (a gradient: backward is True) and whose layout keeps data_format / weights_format / dtype;
+    `write` gives a Writing."""
+
+    def __init__(self, name: str):
+        require(name in FORMATS, "format", name, f"ConvTransposeBackwardData converts between {list(FORMATS)}")
+        self.name = name
+
+    def read(self, obj) -> Reading:
+        """The ConvSpec of a onednn, dml or onnx JSON form."""
+        if self.name == "onednn":
+            spec, data_format, weights_format, dtype, notes = to_spec(obj)
+            return Reading(spec, True, notes, {"data_format": data_format, "weights_format": weights_format,
+                                               "dtype": dtype})
+        if self.name == "dml":
+            return _read_dml(obj)
+        return Reading(_read_onnx(obj), True)
+
+    def write(self, spec: ConvSpec, backward: bool = True, layout=None, data_format=None) -> Writing:
+        """The JSON form of `spec`, in the reading's `layout` (deconv has a gradient form only: `backward` is
+        ignored); data_format overrides the layout's (onednn)."""
+        require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (a deconv Reading's)")
+        layout = {} if layout is None else layout
+        require(isinstance(layout, dict), "layout", layout, "must be the layout dict of a deconv Reading")
+        if self.name == "onednn":
+            return Writing(to_onednn(spec, data_format or layout.get("data_format", "NCX"),
+                                     layout.get("weights_format", "IOX"), layout.get("dtype", "f32")))
+        if self.name == "dml":
+            from .. import dmljson
+            return Writing(dmljson.to_json(to_dml(spec, layout.get("dtype", "f32"))))
+        return Writing({"op_type": "Conv", "opset": 19, "input_shape": list(spec.diff_dst_shape),
+                        "weights_shape": list(spec.weights_shape), "attributes": to_onnx_attrs(spec),
+                        "layout": "NCX data, (IC, OC/groups, K...) weights: transpose NXC / XOI inputs first"})
+
+
+def _read_dml(obj) -> Reading:
+    from .. import dmljson
+    desc = dmljson.from_json(obj)
+    require(isinstance(desc, DML_CONVOLUTION_OPERATOR_DESC), "Operator", desc.OPERATOR,
+            f"must be {DML_CONVOLUTION_OPERATOR_DESC.OPERATOR} for ConvTransposeBackwardData")
+    dtype = "f16" if desc.input_tensor.data_type is DML_TENSOR_DATA_TYPE.FLOAT16 else "f32"
+    return Reading(from_dml(desc), True, (), {"dtype": dtype})
+
+
+def _read_onnx(obj) -> ConvSpec:
     require(isinstance(obj, dict), "onnx", obj, "must be a JSON object")
     unknown = [key for key in obj if key not in ONNX_FORM_KEYS]
     require(not unknown, short_key(unknown[0]) if unknown else "", None, f"unknown key; the onnx Conv form has "
@@ -304,21 +341,17 @@ def load(fmt: str, obj: dict) -> tuple:
             "must be an ai.onnx opset from 1 to 23")
     for key in ("input_shape", "weights_shape"):
         require(isinstance(obj.get(key), list), key, obj.get(key), "is required (NCX diff_dst / Conv weights)")
-    return from_onnx(obj.get("attributes", {}), obj["input_shape"], obj["weights_shape"]), {}, ()
+    return from_onnx(obj.get("attributes", {}), obj["input_shape"], obj["weights_shape"])
 
 
-def dump(fmt: str, spec: ConvSpec, layout: dict, **options) -> dict:
-    """The JSON form of `spec` in format `fmt` ('onednn', 'dml' or 'onnx'); `layout` comes from `load`."""
-    require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (deconv.load gives one)")
-    require(isinstance(layout, dict), "layout", layout, "must be the layout dict deconv.load gives")
-    if fmt == "onednn":
-        return to_onednn(spec, options.get("data_format") or layout.get("data_format", "NCX"),
-                         layout.get("weights_format", "IOX"), layout.get("dtype", "f32"))
-    if fmt == "dml":
-        from .. import dmljson
-        return dmljson.to_json(to_dml(spec, layout.get("dtype", "f32")))
-    if fmt == "onnx":
-        return {"op_type": "Conv", "opset": 19, "input_shape": list(spec.diff_dst_shape),
-                "weights_shape": list(spec.weights_shape), "attributes": to_onnx_attrs(spec),
-                "layout": "NCX data, (IC, OC/groups, K...) weights: transpose NXC / XOI inputs first"}
-    refuse("to", fmt, "ConvTransposeBackwardData has no torch or tf form here (use onednn, dml or onnx)")
+def read(fmt: str, obj) -> Reading:
+    """ConvTransposeBackwardData read from format `fmt` (the registry's deconv convention for it)."""
+    return DeconvConvention(fmt).read(obj)
+
+
+def write(fmt: str, reading: Reading, **options) -> Writing:
+    """`reading` (a deconv Reading) written in format `fmt`, keeping its layout; options: data_format (onednn)."""
+    require(isinstance(reading, Reading), "reading", type(reading).__name__, "must be a Reading (deconv.read's)")
+    if fmt not in FORMATS:
+        refuse("to", fmt, "ConvTransposeBackwardData has no torch or tf form here (use onednn, dml or onnx)")
+    return DeconvConvention(fmt).write(reading.canonical, layout=reading.layout, **options)

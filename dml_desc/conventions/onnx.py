@@ -3,20 +3,14 @@
 Scale semantics follow onnxruntime's CPU kernel: with a scales input the coordinate uses that
 float32 scale; with sizes it uses float32(out / in).
 
-Three named semantics decide how a nearest coordinate becomes an index (SEMANTICS; the default is
-the installed onnxruntime's, `installed_semantics()`):
-- "ort-1.19": onnxruntime 1.19 to 1.26. x in float32; only an exact float32 k + 0.5 is a tie.
-- "ort-1.27": onnxruntime 1.27 and later (microsoft/onnxruntime#28291): the same float32 x, but
-  |x - floor(x) - 0.5| <= 1e-6 is a tie, for round_prefer_floor / round_prefer_ceil.
-- "onnx-spec": the specification's formulas in exact rational arithmetic. Output lengths and
-  onnxruntime's copy rules stay as onnxruntime has them, so the shapes always agree.
+Three named semantics decide how a nearest coordinate becomes an index (SEMANTICS, onnx_semantics.py): every
+function here takes one; none reads the installed onnxruntime. The writer, canonical -> ONNX, is onnx_writer.py
+(`from_canonical` is re-exported here).
 """
 from __future__ import annotations
 
-import functools
 import math
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Optional, Sequence
 
@@ -25,11 +19,11 @@ import numpy as np
 from ..canonical import AxisMap, Mode, Resampling, Rounding, fraction, ratio
 from .. import budget
 from ..errors import DescError, float32_number, is_number, one_of, require
-from .common import _head, dataclass_from_json, first_exact, refuse
-
-SEMANTICS = ("ort-1.19", "ort-1.27", "onnx-spec")
-ORT_TIE_TOLERANCE = {"ort-1.19": 0.0, "ort-1.27": 1e-6}     # onnxruntime >= 1.27: |x - k - 0.5| <= 1e-6 is a tie
-NO_RUNTIME_SEMANTICS = "ort-1.27"     # what `pip install 'dml-desc[ort]'` installs today
+from .common import dataclass_from_json
+from .onnx_semantics import (NO_RUNTIME_SEMANTICS, ORT_TIE_TOLERANCE, SEMANTICS, STAND_IN_SEMANTICS,  # noqa: F401
+                             check_semantics,
+                             describe_semantics, installed_runtime, installed_semantics, resolve_semantics,
+                             semantics_of)
 
 CTM_BY_OPSET = {
     10: ("asymmetric",),
@@ -57,51 +51,6 @@ MAX_OPSET = 28      # Resize-19 is still the newest Resize schema at ai.onnx ops
 # (onnxruntime 1.19.2 and 1.32 run both; the checker refuses half_pixel_symmetric in a Resize-11 model).
 RUNTIME_ONLY_CTM = {"tf_half_pixel_for_nn": (12, "the ONNX spec dropped it at opset 13"),
                     "half_pixel_symmetric": (13, "the ONNX spec added it at opset 19")}
-
-
-@functools.lru_cache(maxsize=1)
-def installed_runtime() -> Optional[str]:
-    """The version of the onnxruntime package that `import onnxruntime` would load, read from its files without
-    importing it (the training builds install the same package); None when there is none."""
-    import importlib.util
-    spec = importlib.util.find_spec("onnxruntime")
-    if spec is None or not spec.origin:
-        return None
-    try:
-        text = open(spec.origin, encoding="utf-8").read()
-    except OSError:
-        return None
-    found = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", text, re.M)
-    return found.group(1) if found else None
-
-
-def semantics_of(version: Optional[str]) -> str:
-    """The semantics of an onnxruntime version ("1.19.2" -> "ort-1.19"); NO_RUNTIME_SEMANTICS for None."""
-    if version is None:
-        return NO_RUNTIME_SEMANTICS
-    parts = re.findall(r"\d+", version)[:2]
-    return "ort-1.27" if tuple(int(p) for p in parts) >= (1, 27) else "ort-1.19"
-
-
-def installed_semantics() -> str:
-    """The semantics of the installed onnxruntime, or NO_RUNTIME_SEMANTICS when none is installed."""
-    return semantics_of(installed_runtime())
-
-
-def resolve_semantics(semantics: Optional[str] = None) -> str:
-    """An explicit choice (checked), else the installed onnxruntime's semantics."""
-    if semantics is None:
-        return installed_semantics()
-    return one_of(semantics, list(SEMANTICS), "semantics")
-
-
-def describe_semantics(semantics: Optional[str] = None) -> str:
-    """One line for reports: which semantics, and why ("ort-1.27 (installed onnxruntime 1.32.0)")."""
-    chosen = resolve_semantics(semantics)
-    if semantics is not None:
-        return f"{chosen} (chosen)"
-    version = installed_runtime()
-    return f"{chosen} (installed onnxruntime {version})" if version else f"{chosen} (no onnxruntime installed)"
 
 
 def schema_opset(opset: int) -> int:
@@ -310,9 +259,9 @@ def _tf_crop_coords(n_in: int, n_out: int, start: float, end: float) -> tuple:
 
 
 def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resampling:
-    """The canonical map of a Resize / ResizeGrad under `semantics` (SEMANTICS; None: the installed
-    onnxruntime's, see `installed_semantics`)."""
-    semantics = resolve_semantics(semantics)
+    """The canonical map of a Resize / ResizeGrad under `semantics`, one of SEMANTICS: required (None is refused
+    by name; `installed_semantics()` gives the installed onnxruntime's)."""
+    semantics = check_semantics(semantics)
     opset, mode, ctm, nearest, policy = _validate(node)
     axes = _axes(node)
     outs, scales = _sizes_and_scales(node, axes, policy)
@@ -405,121 +354,4 @@ def _spec_scale(node: OnnxResize, axis: int, n_out: int, scale: float):
     return (min if policy == "not_larger" else max)(ratios)
 
 
-def from_canonical(res: Resampling, opset: int = 19, op_type: str = "Resize", semantics: Optional[str] = None,
-                   tolerance: float = 0.0) -> tuple:
-    """The first ONNX spelling whose map equals `res` under `semantics` (None: the installed onnxruntime's):
-    exact parameters first, then equal weights (float32 scales a few ulps from out/in included: a runtime that
-    multiplies by in/out, as torch does, rounds coordinates like one of them); with `tolerance` > 0 the closest
-    spelling whose weights are within it, with a note."""
-    semantics = resolve_semantics(semantics)
-    opset_schema = schema_opset(opset)
-    if res.antialias and opset_schema < 18:
-        refuse("antialias", True, f"Resize-{opset} has no antialias attribute (opset 18 added it)")
-    if res.mode is Mode.CUBIC and opset_schema == 10:
-        refuse("mode", "cubic", "Resize-10 has nearest and linear only")
-    mapper = lambda node: to_canonical(node, semantics)      # noqa: E731
-    return first_exact(res, _with_tuned_scales(res, _candidates(res, opset, op_type), mapper), mapper,
-                       f"ONNX Resize-{opset} ({semantics})", tolerance)
-
-
-ULPS = 4      # float32 scales tried on each side of out/in
-
-
-def _f32_step(value: float, k: int) -> float:
-    """The float32 k ulps above (k < 0: below) float32(value)."""
-    v = np.float32(value)
-    for _ in range(abs(k)):
-        v = np.nextafter(v, np.float32(np.inf if k > 0 else 0))
-    return float(v)
-
-
-def _with_tuned_scales(res: Resampling, candidates, mapper):
-    """Each candidate, and after a scales candidate the same node with each axis's float32 scale moved to the
-    nearest neighbour (within ULPS ulps, same output length) whose axis gives `res`'s weights bit for bit."""
-    from ..weights import same_weights
-    for node in candidates:
-        yield node
-        if node.scales is None:
-            continue
-        scales = list(node.scales)
-        for a, s in enumerate(node.scales):
-            if s == 1.0:
-                continue
-            for k in sorted(range(-ULPS, ULPS + 1), key=abs)[1:]:
-                trial = _f32_step(s, k)
-                if math.floor(float(np.float32(trial) * np.float32(node.input_shape[a]))) != res.out_shape[a]:
-                    continue
-                tuned = replace(node, scales=scales[:a] + [trial] + scales[a + 1:])
-                try:
-                    mapped = mapper(tuned)
-                except DescError:
-                    continue
-                ours, theirs = (r.normalized().with_(axes=(r.normalized().axes[a],)) for r in (res, mapped))
-                if same_weights(_head(ours), _head(theirs)) and same_weights(ours, theirs):   # head first: cheap
-                    scales[a] = trial
-                    break
-        if scales != list(node.scales):
-            yield replace(node, scales=scales)
-
-
-def _candidates(res: Resampling, opset: int, op_type: str):
-    norm = res.normalized()
-    resized = [i for i, a in enumerate(norm.axes) if not a.is_identity] or [0]
-    rank = len(res.axes)
-    opset_schema = schema_opset(opset)
-    roundings = [r.value for r in Rounding]
-    own = {a.rounding.value for a in res.axes if not a.is_identity}
-    roundings.sort(key=lambda r: r not in own)
-    ctms = sorted(CTM_BY_OPSET[opset_schema],
-                  key=lambda c: (c == "tf_crop_and_resize") != any(a.extrapolate for a in res.axes))
-    for ctm in ctms:
-        for nearest in (roundings if res.mode is Mode.NEAREST and opset_schema > 10 else [None]):
-            for by in (("sizes", "scales") if ctm == "align_corners" else ("scales", "sizes")):   # its x ignores scales
-                attrs = _attrs(res, ctm, nearest, opset_schema)
-                node = OnnxResize(list(res.in_shape), attrs, opset=opset, op_type=op_type)
-                if by == "scales":
-                    node.scales = [_f32(_float(a.filter_scale)) if not a.is_identity else 1.0 for a in res.axes]
-                    if any(not math.isfinite(s) or s <= 0 for s in node.scales):
-                        continue
-                else:
-                    node.sizes = list(res.out_shape)
-                if ctm == "tf_crop_and_resize":
-                    node.roi = _roi_for(res, rank)
-                if opset_schema >= 18 and len(resized) < rank and by == "sizes":
-                    node.attributes["axes"] = resized
-                    node.sizes = [res.out_shape[i] for i in resized]
-                yield node
-
-
-def _float(v) -> float:
-    return float(v) if v != math.inf else math.inf
-
-
-def _attrs(res: Resampling, ctm, nearest, opset) -> dict:
-    attrs = {"mode": res.mode.value}
-    if opset > 10:
-        attrs["coordinate_transformation_mode"] = ctm
-        if res.mode is Mode.NEAREST and nearest != "round_prefer_floor":
-            attrs["nearest_mode"] = nearest
-        if res.mode is Mode.CUBIC:
-            attrs["cubic_coeff_a"] = res.cubic_coeff_a
-        if res.exclude_outside and (res.mode is Mode.CUBIC or res.antialias):   # antialiased linear honours it too
-            attrs["exclude_outside"] = 1
-        if res.extrapolation_value != 0 and ctm == "tf_crop_and_resize":
-            attrs["extrapolation_value"] = res.extrapolation_value
-    if res.antialias:
-        attrs["antialias"] = 1
-    return attrs
-
-
-def _roi_for(res: Resampling, rank: int) -> list:
-    starts, ends = [], []
-    for a in res.axes:
-        if a.is_identity or a.in_size == 1 or a.scale == math.inf:
-            starts.append(0.0)
-            ends.append(1.0)
-            continue
-        start = -a.in_offset / (a.in_size - 1)
-        starts.append(start)
-        ends.append(start + (a.out_size - 1) / (float(a.scale) * (a.in_size - 1)))
-    return starts + ends
+from .onnx_writer import from_canonical  # noqa: E402,F401  (the writer imports this module's reader)

@@ -54,7 +54,8 @@ def find_resize(res: Resampling, opset: int):
         if all(taps_close(gradient_taps(res.axes[a], res), forward_taps(cand.axes[a], cand),
                           res.axes[a].out_size / res.axes[a].in_size) for a in res.resized_axes):
             try:   # Resize-19 is the newest schema: read opsets above 21 as 21
-                spelling, _ = onnx_conv.from_canonical(cand, opset=max(opset, 11) if opset < 18 else min(opset, 21))
+                spelling, _ = onnx_conv.from_canonical(cand, opset=max(opset, 11) if opset < 18 else min(opset, 21),
+                                                       semantics=onnx_conv.STAND_IN_SEMANTICS)
             except ConversionError:        # no ONNX spelling states this map exactly
                 continue
             if spelling.sizes is not None and any(is_symbolic(n) for n in spelling.sizes):

@@ -14,6 +14,9 @@ import json
 import os
 import sys
 import traceback
+from dml_desc.conventions.onnx import installed_semantics
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -83,27 +86,27 @@ def run_one(target: str, payload: bytes) -> None:
     if target == "onnx-bytes":
         from onnx_ops.lower import lower
         from onnx_ops.validate import check_written, parse_model
-        lowered, report = lower(parse_model(payload))
+        lowered, report = lower(parse_model(payload), semantics=INSTALLED)
         if report:
             check_written(lowered)
         return
     obj = parse_json(payload, "input")
     if target in RESAMPLE:
-        res, backward = conventions.load(target, obj)
+        res, backward = conventions.load(target, obj, semantics=INSTALLED)
         for fmt in RESAMPLE:
             try:
-                conventions.dump(fmt, res, backward)
+                conventions.dump(fmt, res, backward, semantics=INSTALLED)
             except DescError:
                 pass
     elif target.startswith("deconv-"):
         fmt = target.split("-")[1]
-        spec, layout, _ = deconv.load(fmt, obj)
+        reading = deconv.read(fmt, obj)
         for dst in ("onednn", "dml", "onnx"):
             try:
-                out = deconv.dump(dst, spec, layout)
+                out = deconv.write(dst, reading).obj
             except DescError:
                 continue
-            deconv.load(dst, out)          # what we write, we read back
+            deconv.read(dst, out)          # what we write, we read back
     else:
         from onnx_ops.lower import lower
         from onnx_ops.validate import check_written
@@ -113,7 +116,7 @@ def run_one(target: str, payload: bytes) -> None:
             raise
         except Exception:
             return                          # the harness could not build the model: not a finding
-        lowered, _ = lower(model)
+        lowered, _ = lower(model, semantics=INSTALLED)
         check_written(lowered)
 
 

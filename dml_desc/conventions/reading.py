@@ -1,0 +1,28 @@
+"""The one result shape of every convention: what `read` gives and what `write` gives."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A description read from a convention's JSON form.
+
+    canonical: the map, a canonical.Resampling (a ConvSpec for ConvTransposeBackwardData);
+    backward: True for a gradient description (RESAMPLE_GRAD*, InterpolateBackward, ResizeGrad,
+        ConvTransposeBackwardData), False for a forward one;
+    notes: what the reading assumed (for a Resampling, its own notes);
+    layout: how the source lays its tensors out where the canonical form does not say (deconv: data_format,
+        weights_format, dtype), so that a writer can keep it.
+    """
+    canonical: object
+    backward: bool
+    notes: tuple = ()
+    layout: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Writing:
+    """A description written in a convention's JSON form, and the notes (e.g. equal only for these shapes)."""
+    obj: dict
+    notes: tuple = ()

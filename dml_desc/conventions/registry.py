@@ -1,0 +1,119 @@
+"""One table of conventions, each an object with the same two methods and one result shape.
+
+`CONVENTIONS[(op, fmt)]` holds one object per operator family ("resize": dml, onednn, onnx, torch, tf; "deconv":
+ConvTransposeBackwardData in onednn, dml and onnx). Every one has
+- `read(obj, **options) -> Reading(canonical, backward, notes, layout)` and
+- `write(canonical, backward=True, **options) -> Writing(obj, notes)`,
+so `conventions.read` / `write` (and the older `load` / `dump` / `convert`) are walks of this table.
+"""
+from __future__ import annotations
+
+from .. import dmljson
+from ..canonical import Resampling
+from ..errors import ConversionError, require
+from . import deconv, dml, onednn, onnx, tf, torch
+from .reading import Reading, Writing
+
+RESIZE, DECONV = "resize", "deconv"
+
+
+class DmlConvention:
+    """DirectML RESAMPLE1/2/3 and RESAMPLE_GRAD/GRAD1 descriptors (dmljson's JSON form)."""
+    name = "dml"
+
+    def read(self, obj, offset_reading: str = "forward") -> Reading:
+        """A descriptor's map; a RESAMPLE_GRAD* operator is a gradient."""
+        desc = dmljson.from_json(obj)
+        res = dml.to_canonical(desc, offset_reading)
+        return Reading(res, "GRAD" in desc.OPERATOR, tuple(res.notes))
+
+    def write(self, res: Resampling, backward: bool = True, operator=None, **options) -> Writing:
+        """RESAMPLE_GRAD / RESAMPLE1 by default, widened to RESAMPLE_GRAD1 / RESAMPLE2 when only a rounding
+        direction states the map; an explicit `operator` (or offset_reading) is exact or refused."""
+        op = operator or ("DML_OPERATOR_RESAMPLE_GRAD" if backward else "DML_OPERATOR_RESAMPLE1")
+        try:
+            desc, notes = dml.from_canonical(res, op, **options)
+        except ConversionError:          # e.g. a rounding rule only RESAMPLE2 / GRAD1 can state
+            if options or op not in ("DML_OPERATOR_RESAMPLE_GRAD", "DML_OPERATOR_RESAMPLE1"):
+                raise
+            desc, notes = dml.from_canonical(res, "DML_OPERATOR_RESAMPLE_GRAD1" if backward else
+                                             "DML_OPERATOR_RESAMPLE2")
+        return Writing(dmljson.to_json(desc), tuple(notes))
+
+
+class OnednnConvention:
+    """A oneDNN Graph document with one Interpolate or InterpolateBackward op."""
+    name = "onednn"
+
+    def read(self, obj) -> Reading:
+        """The op's map; InterpolateBackward is a gradient."""
+        res = onednn.to_canonical(obj)
+        return Reading(res, onednn.find_op(obj)["kind"] == "InterpolateBackward", tuple(res.notes))
+
+    def write(self, res: Resampling, backward: bool = True, **options) -> Writing:
+        """onednn.from_canonical: data_format, dtype, use_scales, tolerance."""
+        obj, notes = onednn.from_canonical(res, backward=backward, **options)
+        return Writing(obj, tuple(notes))
+
+
+class OnnxConvention:
+    """ONNX Resize / com.microsoft ResizeGrad (OnnxResize's JSON form), under an explicit `semantics`."""
+    name = "onnx"
+
+    def read(self, obj, semantics=None) -> Reading:
+        """The node's map under `semantics` (required: onnx.to_canonical refuses None by name)."""
+        node = onnx.OnnxResize.from_json(obj)
+        res = onnx.to_canonical(node, semantics)
+        return Reading(res, node.op_type == "ResizeGrad", tuple(res.notes))
+
+    def write(self, res: Resampling, backward: bool = True, **options) -> Writing:
+        """onnx.from_canonical: semantics (required), opset, tolerance."""
+        node, notes = onnx.from_canonical(res, op_type="ResizeGrad" if backward else "Resize", **options)
+        return Writing(node.to_json(), tuple(notes))
+
+
+class ForwardOnlyConvention:
+    """A framework call with a forward form only (torch F.interpolate, TF v1 resize): read as a forward."""
+
+    def __init__(self, name: str, module, call):
+        self.name, self._module, self._call = name, module, call
+
+    def read(self, obj) -> Reading:
+        """The call's map (never a gradient: the gradient is the framework's autograd of it)."""
+        res = self._module.to_canonical(self._call.from_json(obj))
+        return Reading(res, False, tuple(res.notes))
+
+    def write(self, res: Resampling, backward: bool = True, **options) -> Writing:
+        """The forward call whose map is `res` (`backward` is ignored: there is no gradient form); tolerance."""
+        call, notes = self._module.from_canonical(res, **options)
+        return Writing(call.to_json(), tuple(notes))
+
+
+CONVENTIONS = {
+    (RESIZE, "dml"): DmlConvention(),
+    (RESIZE, "onednn"): OnednnConvention(),
+    (RESIZE, "onnx"): OnnxConvention(),
+    (RESIZE, "torch"): ForwardOnlyConvention("torch", torch, torch.TorchInterpolate),
+    (RESIZE, "tf"): ForwardOnlyConvention("tf", tf, tf.TfResize),
+    **{(DECONV, fmt): deconv.DeconvConvention(fmt) for fmt in deconv.FORMATS},
+}
+FORMATS = tuple(fmt for op, fmt in CONVENTIONS if op == RESIZE)
+
+
+def convention(fmt: str, op: str = RESIZE):
+    """The registered convention for format `fmt` of operator family `op` ("resize" or "deconv")."""
+    require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    if (op, fmt) not in CONVENTIONS:
+        raise ConversionError("to", fmt, "ConvTransposeBackwardData has no torch or tf form here (use "
+                              f"{', '.join(f for o, f in CONVENTIONS if o == op)})")
+    return CONVENTIONS[op, fmt]
+
+
+def family(fmt: str, obj) -> str:
+    """The operator family a description in format `fmt` belongs to: "deconv" or "resize"."""
+    return DECONV if deconv.is_deconv(fmt, obj) else RESIZE
+
+
+def family_of(canonical) -> str:
+    """The operator family of a canonical form: a ConvSpec is "deconv", anything else "resize"."""
+    return DECONV if isinstance(canonical, deconv.ConvSpec) else RESIZE
