@@ -13,10 +13,10 @@ from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 
 from .calibrate import signature as calibration_signature
-from .dynamic import DynamicPlan, emit_dynamic
+from .dynamic import DynamicPlan, axis_forms, emit_dynamic
 from .forms import PREFER_RESIZE, Emitter, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
 from .generic_forms import emit_generic_node, generic_form
-from .graph_walk import fresh_prefix
+from .graph_walk import fresh_prefix, graphs, subgraphs
 from .model import LOWERING_OPSET
 from .planning import NP_OF, DynamicRead
 from .validate import check_resize_grad, readable
@@ -66,7 +66,7 @@ def lower_node(node, k: int, info, providers, scope: str):
                                                   kind if kind in kinds else None)
         else:
             new, inits = _emit_dynamic(node, read.plan, read.elem, prefix, info.opset)
-            forms = ("dynamic: Resize(identity) + MatMul",) * len(read.plan.axes)
+            forms = axis_forms(read.plan, info.opset)
         rewrite = Rewrite(node.name, read.plan.attrs.get("mode", "nearest"), tuple(a for a, _ in read.plan.axes),
                           forms, scope=scope, dynamic=True, signature=sig, candidates=kinds + ("general",) * bool(sig))
     else:
@@ -151,6 +151,9 @@ def node_prefix(node, k: int, taken: set) -> tuple[str, str]:
 
 
 def name_after(nodes: list, base: str) -> None:
-    """Name each unnamed new node after the ResizeGrad it replaces: `<base>/lowered/<op>_<i>`."""
+    """Name each unnamed new node after the ResizeGrad it replaces: `<base>/lowered/<op>_<i>`; the nodes of an
+    `If` branch after their `If`: `<If name>/<op>_<j>`."""
     for i, n in enumerate(nodes):
         n.name = n.name or f"{base}/lowered/{n.op_type}_{i}"
+        for j, inner in enumerate(m for g in subgraphs(n) for sub in graphs(g) for m in sub.node):
+            inner.name = inner.name or f"{n.name}/{inner.op_type}_{j}"
