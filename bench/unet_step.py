@@ -88,6 +88,7 @@ def make_artifacts(net, case: UNetCase, folder: str):
     with every ResizeGrad lowered; returns the ArtifactReport."""
     import onnx
     import torch
+    from dml_desc.conventions.onnx import installed_semantics
     from onnx_ops.training import PixelCrossEntropyLoss, generate_cpu_artifacts
     path = os.path.join(folder, "unet.onnx")
     axes = {0: "batch", 2: "height", 3: "width"}
@@ -101,7 +102,8 @@ def make_artifacts(net, case: UNetCase, folder: str):
     params = [t.name for t in model.graph.initializer]
     frozen = [p for p in params if "running_" in p or "num_batches" in p]
     return generate_cpu_artifacts(model, [p for p in params if p not in frozen], os.path.join(folder, "artifacts"),
-                                  frozen_params=frozen, loss=PixelCrossEntropyLoss(), optimizer="SGD")
+                                  frozen_params=frozen, loss=PixelCrossEntropyLoss(), optimizer="SGD",
+                                  semantics=installed_semantics())     # the runtime the step runs on
 
 
 def ort_step(folder: str, threads: int, profile_prefix: str = ""):

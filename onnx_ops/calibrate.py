@@ -122,7 +122,7 @@ def _generic_node(model, node, stand_in: tuple, semantics: str):
     """(signature, candidate kinds, one-node model, feeds) of a shape-generic node, or None."""
     from .lower import lower
     try:
-        single, feeds = _one_node_model(model, node, stand_in)
+        single, feeds = _one_node_model(model, node, stand_in, semantics)
     except DescError:
         return None                        # no constant scales, rank or type here: the rule's general path
     rewrite = lower(single, semantics=semantics).rewrites[0]
@@ -216,11 +216,11 @@ def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int, se
     return round(best * 1e3, 4)
 
 
-def _one_node_model(model, node, stand_in: tuple):
+def _one_node_model(model, node, stand_in: tuple, semantics: str):
     """A model holding only `node` (dY, X as inputs with the original dims, scales as a constant) and feeds of
     stand-in shapes."""
     from .planning import graph_info
-    info = graph_info(model)
+    info = graph_info(model, semantics)
     x_dims, dy_dims = info.dims(node.input[1]), info.dims(node.input[0])
     elem = info.elem_type(node)
     scales = info.const(node, 3)[0]

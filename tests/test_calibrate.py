@@ -113,7 +113,7 @@ def static_model(run_time_batch=False):
     from dml_desc.conventions.onnx import OnnxResize
     from onnx_ops import build_resize_grad
     m = build_resize_grad(OnnxResize([2, 4, 16, 16], {"mode": "linear"}, scales=[1, 1, 2, 2], opset=19,
-                                     op_type="ResizeGrad"))
+                                     op_type="ResizeGrad"), semantics=INSTALLED)
     if run_time_batch:
         for value in list(m.graph.input) + list(m.graph.output):
             value.type.tensor_type.shape.dim[0].dim_param = "N"
@@ -124,7 +124,7 @@ def static_reference(dy):
     from conformance.reference import resize_grad
     from dml_desc.conventions.onnx import OnnxResize, to_canonical
     res = to_canonical(OnnxResize([dy.shape[0], 4, 16, 16], {"mode": "linear"}, scales=[1, 1, 2, 2], opset=19,
-                                  op_type="ResizeGrad"))
+                                  op_type="ResizeGrad"), semantics=INSTALLED)
     return resize_grad(dy.astype(np.float64), res)
 
 
@@ -132,17 +132,20 @@ def test_calibrate_measures_a_static_nodes_registry_candidates_and_lower_emits_t
     from onnx_ops.forms import FORMS
     path = str(tmp_path / "cal.json")
     m = static_model()
-    assert lower(m).rewrites[0].forms[0] == "Resize(linear, antialias)"          # the cost model's choice
+    # the cost model's choice
+    assert lower(m, semantics=INSTALLED).rewrites[0].forms[0] == "Resize(linear, antialias)"
     results = calibrate_model(m, path, threads=1, rounds=1)
     assert len(results) == 1
     sig, best, times = results[0]
     assert list(times) == ["Resize", "band"] and best == min(times, key=times.get)   # model's choice first
     assert json.loads(sig)["static"]["mode"] == "linear" and read_cache(path)[machine_key()][sig]["form"] == best
-    first, report = lower(m, calibration=path)
+    first, report = lower(m, calibration=path, semantics=INSTALLED)
     assert report[0].forms[0].startswith({"Resize": "Resize(", "band": "dense"}[best]) and best in FORMS
-    assert first.SerializeToString() == lower(m, calibration=path).model.SerializeToString()     # reproducible
-    other = lower(m, calibration=path, machine="another CPU | onnxruntime 0").model       # no entry: cost model
-    assert other.SerializeToString() == lower(m).model.SerializeToString()
+    # reproducible
+    assert first.SerializeToString() == lower(m, calibration=path, semantics=INSTALLED).model.SerializeToString()
+    # no entry: cost model
+    other = lower(m, calibration=path, machine="another CPU | onnxruntime 0", semantics=INSTALLED).model
+    assert other.SerializeToString() == lower(m, semantics=INSTALLED).model.SerializeToString()
 
 
 @pytest.mark.parametrize("form, first_op", [("Resize", "Resize"), ("band", "MatMul")])
@@ -150,9 +153,10 @@ def test_each_static_candidate_lowers_exactly_and_deterministically(form, first_
     m = static_model()
     sig, names = _static_entry()
     assert form in names
-    lowered, report = lower(m, calibration={sig: form})
+    lowered, report = lower(m, calibration={sig: form}, semantics=INSTALLED)
     assert first_op in [n.op_type for n in lowered.graph.node]
-    assert lowered.SerializeToString() == lower(m, calibration={sig: form}).model.SerializeToString()
+    again = lower(m, calibration={sig: form}, semantics=INSTALLED).model
+    assert lowered.SerializeToString() == again.SerializeToString()
     dy = np.random.default_rng(1).standard_normal((2, 4, 32, 32)).astype(np.float32)
     got = session(lowered).run(None, {"dY": dy, "X": np.zeros((2, 4, 16, 16), np.float32)})[0]
     np.testing.assert_allclose(got, static_reference(dy), rtol=0, atol=1e-5)
@@ -163,17 +167,17 @@ def _static_entry():
     from onnx_ops.calibrate import static_candidates, static_signature
     from dml_desc.conventions.onnx import OnnxResize, to_canonical
     res = to_canonical(OnnxResize([2, 4, 16, 16], {"mode": "linear"}, scales=[1, 1, 2, 2], opset=19,
-                                  op_type="ResizeGrad"))
+                                  op_type="ResizeGrad"), semantics=INSTALLED)
     return static_signature(res, 19, np.float32), static_candidates(res, 19, np.float32)
 
 
 def test_a_static_node_with_a_run_time_batch_is_measured_at_a_stand_in_size(tmp_path):
     m = static_model(run_time_batch=True)
-    assert not lower(m).rewrites[0].dynamic
+    assert not lower(m, semantics=INSTALLED).rewrites[0].dynamic
     results = calibrate_model(m, str(tmp_path / "cal.json"), threads=1, rounds=1, stand_in=(3, 4, 16))
     (sig, best, times), = results
     assert json.loads(sig)["static"]["axes"][0]["in_size"] == "?" and set(times) == {"Resize", "band"}
-    lowered, _ = lower(m, calibration=str(tmp_path / "cal.json"))
+    lowered, _ = lower(m, calibration=str(tmp_path / "cal.json"), semantics=INSTALLED)
     dy = np.random.default_rng(2).standard_normal((3, 4, 32, 32)).astype(np.float32)
     got = session(lowered).run(None, {"dY": dy, "X": np.zeros((3, 4, 16, 16), np.float32)})[0]
     np.testing.assert_allclose(got, static_reference(dy), rtol=0, atol=1e-5)
@@ -185,13 +189,15 @@ def test_without_a_cache_the_static_choice_is_the_cost_models_on_any_machine(tmp
     path = tmp_path / "cal.json"
     path.write_text(json.dumps({"version": 1, "entries": {machine_key(): {sig: {"form": "band", "ms": {}}}}}))
     monkeypatch.setenv("DML_DESC_CALIBRATION", str(path))
-    plain = lower(m).model.SerializeToString()
-    assert plain == lower(m, calibration={}).model.SerializeToString()
+    plain = lower(m, semantics=INSTALLED).model.SerializeToString()
+    assert plain == lower(m, calibration={}, semantics=INSTALLED).model.SerializeToString()
     import onnx_ops.calibrate as calibrate
     monkeypatch.setattr(calibrate, "cpu_model", lambda: "some other CPU")                 # another machine
-    assert lower(m).model.SerializeToString() == plain
-    assert lower(m, calibration=str(path)).model.SerializeToString() == plain           # its entry is not there
-    assert lower(m, calibration={sig: "avgpool"}).model.SerializeToString() == plain    # a form it cannot take
+    assert lower(m, semantics=INSTALLED).model.SerializeToString() == plain
+    # its entry is not there
+    assert lower(m, calibration=str(path), semantics=INSTALLED).model.SerializeToString() == plain
+    # a form it cannot take
+    assert lower(m, calibration={sig: "avgpool"}, semantics=INSTALLED).model.SerializeToString() == plain
 
 
 def test_cli_calibrates_a_static_node_and_lower_prints_the_cached_form(tmp_path):

@@ -16,7 +16,7 @@ INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime the
 
 
 def _lowered(r: OnnxResize, dtype=np.float32):
-    model = build_resize_grad(r, np.dtype(dtype))
+    model = build_resize_grad(r, np.dtype(dtype), semantics=INSTALLED)
     for o in model.opset_import:
         if o.domain == "":
             o.version = r.opset
@@ -79,7 +79,7 @@ def _ort_gradient_matrix(n: int, m: int, **attrs) -> np.ndarray:
     """The (n, m) gradient matrix A^T of a Resize n -> m as onnxruntime's own forward computes it: row i is the
     forward of the basis vector e_i (an oracle independent of the taps the bands are built from)."""
     fwd = OnnxResize([n, n], attrs, sizes=[n, m])
-    return run_model(build_resize(fwd), {"X": np.eye(n, dtype=np.float32)})[0]
+    return run_model(build_resize(fwd, semantics=INSTALLED), {"X": np.eye(n, dtype=np.float32)})[0]
 
 
 def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
@@ -116,7 +116,7 @@ def test_symbolic_batch_and_channels_keep_working():
     """Reshapes keep leading dims with 0, so the same lowered graph runs for any N and C."""
     import onnx
     r = _spec("linear", (2, 3, 128, 128), sizes=(217, 217))
-    model = build_resize_grad(r)
+    model = build_resize_grad(r, semantics=INSTALLED)
     for value in list(model.graph.input) + list(model.graph.output):
         dims = value.type.tensor_type.shape.dim
         dims[0].dim_param, dims[1].dim_param = "N", "C"
@@ -227,7 +227,7 @@ def test_huge_factors_lower_within_the_band_cap():
     lowering considers is built from the sparse taps and capped, so the constants stay within MAX_BAND_ENTRIES."""
     from onnx_ops.forms import MAX_BAND_ENTRIES
     r = OnnxResize([1, 1, 4, 68], {"mode": "linear"}, scales=[1, 1, 2, 32768], op_type="ResizeGrad")
-    lowered, report = lower(build_resize_grad(r), semantics=INSTALLED)
+    lowered, report = lower(build_resize_grad(r, semantics=INSTALLED), semantics=INSTALLED)
     entries = sum(int(np.prod(t.dims)) for t in lowered.graph.initializer)
     assert report[0].forms[1].startswith("band") and entries <= MAX_BAND_ENTRIES + 4096
 
@@ -282,7 +282,7 @@ def test_pool_form_is_bitwise_deterministic_and_keeps_the_non_finite_pattern(r):
 def test_pool_form_keeps_symbolic_batch_and_channels():
     import onnx
     r = _spec("nearest", (2, 3, 6, 10), scales=(2.0, 2.0), opset=17)
-    model = build_resize_grad(r)
+    model = build_resize_grad(r, semantics=INSTALLED)
     model.opset_import[0].version = 17
     for value in list(model.graph.input) + list(model.graph.output):
         dims = value.type.tensor_type.shape.dim
@@ -342,7 +342,8 @@ def _random_maps(seed: int, count: int):
         if opset >= 18 and mode != "nearest" and rng.random() < 0.2:
             attrs["antialias"] = 1
         try:
-            res = to_canonical(OnnxResize(shape, attrs, scales=scales, opset=opset, op_type="ResizeGrad"))
+            res = to_canonical(OnnxResize(shape, attrs, scales=scales, opset=opset, op_type="ResizeGrad"),
+                               semantics=INSTALLED)
         except DescError:
             continue
         count -= 1
@@ -352,9 +353,12 @@ def _random_maps(seed: int, count: int):
 def test_the_registry_walk_picks_what_the_old_if_chain_picked_on_random_maps():
     from onnx_ops.forms import REGISTRY, Gradient, choose
     seen = set()
-    decisive = [(to_canonical(_spec("nearest", (2, 8, 64, 48), scales=(2.0, 2.0))), 19, np.float32),   # band:
+    # band:
+    decisive = [(to_canonical(_spec("nearest", (2, 8, 64, 48), scales=(2.0, 2.0)), semantics=INSTALLED), 19,
+                 np.float32),
                 # the Conv forms step aside where kron applies, even when kron is estimated dearer than the plan
-                (to_canonical(_spec("nearest", (3, 5, 48, 25), scales=(2.0, 2.0), opset=18)), 18, np.float32)]
+                (to_canonical(_spec("nearest", (3, 5, 48, 25), scales=(2.0, 2.0), opset=18), semantics=INSTALLED), 18,
+                 np.float32)]
     for res, opset, acc in list(_random_maps(0, 300)) + decisive:      # avgpool before kron: kron is cheaper
         picked = choose(Gradient(res, opset, acc))[0].name
         assert picked == _old_chain(res, opset, acc), (res, opset, acc)
@@ -367,7 +371,7 @@ def test_the_registry_is_ordered_with_the_general_form_last():
     assert [f.name for f in REGISTRY] == ["kron-pairs", "avgpool", "kron", "deconv(ones)", "conv_transpose",
                                           "block-sum", "Resize", "band"]
     assert len(FORMS) == len(REGISTRY)
-    res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)))
+    res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)), semantics=INSTALLED)
     from onnx_ops.forms import Gradient
     assert FORMS["band"].applies(Gradient(res, 19, np.float64)) is not None     # always applies
     assert FORMS["Resize"].applies(Gradient(res, 19, np.float64)) is None       # no double Resize on the CPU
@@ -380,10 +384,10 @@ def test_contract_emits_a_named_form_where_it_applies_else_the_cost_models(name,
     """A calibration names a form by signature; one the gradient cannot take (kron for linear x2) is ignored."""
     from onnx_ops.forms import signature
     r = _spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0))
-    res = to_canonical(r)
-    model = build_resize_grad(r)
-    lowered, report = lower(model, calibration={signature(res, 19, np.float32): name})
-    assert report[0].forms == (forms or lower(model).rewrites[0].forms)
+    res = to_canonical(r, semantics=INSTALLED)
+    model = build_resize_grad(r, semantics=INSTALLED)
+    lowered, report = lower(model, calibration={signature(res, 19, np.float32): name}, semantics=INSTALLED)
+    assert report[0].forms == (forms or lower(model, semantics=INSTALLED).rewrites[0].forms)
     dy = np.random.default_rng(2).standard_normal(res.out_shape).astype(np.float32)
     dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     np.testing.assert_allclose(dx, resize_grad(dy.astype(np.float64), res), rtol=0, atol=1e-5)
@@ -392,7 +396,7 @@ def test_contract_emits_a_named_form_where_it_applies_else_the_cost_models(name,
 def test_find_resize_skips_only_maps_onnx_cannot_spell(monkeypatch):
     from dml_desc.errors import ConversionError
     from onnx_ops.forms import find_resize, resize
-    res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)))
+    res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)), semantics=INSTALLED)
     assert find_resize(res, 19) is not None
 
     def refuse(*args, **kwargs):

@@ -9,6 +9,9 @@ from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from onnx_ops import build_resize_grad, lower, run_model
 from onnx_ops.forms import kron_pairs as kron_pairs_form
+from dml_desc.conventions.onnx import installed_semantics
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 NEAREST = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
 
@@ -18,11 +21,11 @@ def _spec(shape, scales, opset, mode=NEAREST):
 
 
 def _lowered(r: OnnxResize, dtype=np.float32):
-    model = build_resize_grad(r, np.dtype(dtype))
+    model = build_resize_grad(r, np.dtype(dtype), semantics=INSTALLED)
     for o in model.opset_import:
         if o.domain == "":
             o.version = r.opset
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     onnx.checker.check_model(lowered, full_check=True)
     return lowered, report
 
@@ -40,7 +43,7 @@ def _pair_sums(dy: np.ndarray, axes) -> np.ndarray:
 
 
 def _run(r: OnnxResize, seed=0, threads=0, dy=None):
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     lowered, report = _lowered(r)
     if dy is None:
         dy = np.random.default_rng(seed).standard_normal(res.out_shape).astype(np.float32)
@@ -93,7 +96,7 @@ def test_not_used_where_another_form_measured_faster_or_it_does_not_apply(r):
 
 def test_float16_goes_through_it_and_double_does_not():
     r = PICKED[0][0]
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     for dtype, used in ((np.float16, True), (np.float64, False)):
         lowered, report = _lowered(r, dtype)
         assert report[0].forms[-1].startswith(kron_pairs_form.NAME) == used
@@ -113,7 +116,7 @@ def test_the_same_bits_on_every_thread_count_and_run(r):
 def test_a_non_finite_value_stays_non_finite_and_inside_its_matmul_row(r):
     """The MatMul multiplies by its matrix's zeros, so an inf or NaN turns the other outputs of its row of k
     into NaN (0 * inf); the pairs pass spreads nothing. Nothing non-finite becomes finite."""
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     dy = np.random.default_rng(5).standard_normal(res.out_shape).astype(np.float32)
     dy[0, 0, 2, 3], dy[0, 1, 7, 40] = np.inf, np.nan
     *_, report, _, dx = _run(r, dy=dy)
@@ -133,12 +136,12 @@ def test_a_non_finite_value_stays_non_finite_and_inside_its_matmul_row(r):
 def test_symbolic_batch_and_channels_keep_the_static_form():
     """Symbolic dims count as 1 in the size rules (their size is unknown), so the known ones must pass them."""
     r = _spec((2, 8, 256, 256), [1, 1, 2, 2], 20)
-    model = build_resize_grad(r)
+    model = build_resize_grad(r, semantics=INSTALLED)
     model.opset_import[0].version = r.opset
     for value in list(model.graph.input) + list(model.graph.output):
         dims = value.type.tensor_type.shape.dim
         dims[0].dim_param, dims[1].dim_param = "N", "C"
-    lowered, report = lower(model)
+    lowered, report = lower(model, semantics=INSTALLED)
     onnx.checker.check_model(lowered, full_check=True)
     assert report[0].forms[-1] == "kron-pairs matmul 32->16" and not report[0].dynamic
     for n, c in ((1, 2), (3, 1)):
@@ -146,14 +149,16 @@ def test_symbolic_batch_and_channels_keep_the_static_form():
         dx = run_model(lowered, {"dY": dy, "X": np.zeros((n, c, 256, 256), np.float32)})[0]
         np.testing.assert_array_equal(dx, _pair_sums(dy, (2, 3)))
     small = _spec((2, 8, 64, 64), [1, 1, 2, 2], 20)
-    model = build_resize_grad(small)
+    model = build_resize_grad(small, semantics=INSTALLED)
     model.opset_import[0].version = small.opset
     for value in list(model.graph.input) + list(model.graph.output):
         value.type.tensor_type.shape.dim[0].dim_param = "N"
-    assert lower(model)[1][0].forms[-1] == "kron-pairs matmul 32->16"    # 8 x 128^2 known values pass
+    # 8 x 128^2 known values pass
+    assert lower(model, semantics=INSTALLED)[1][0].forms[-1] == "kron-pairs matmul 32->16"
 
 
 def test_columns_take_the_longest_row_dividing_half_of_dy():
-    assert kron_pairs_form.columns(to_canonical(PICKED[0][0])) == 16
-    assert kron_pairs_form.columns(to_canonical(PICKED[3][0])) == 2      # 5 x 182 x 182 / 2 is 2 mod 4
-    assert kron_pairs_form.columns(to_canonical(_spec((1, 1, 3, 3), [1, 1, 2, 2], 20))) == 2
+    assert kron_pairs_form.columns(to_canonical(PICKED[0][0], semantics=INSTALLED)) == 16
+    # 5 x 182 x 182 / 2 is 2 mod 4
+    assert kron_pairs_form.columns(to_canonical(PICKED[3][0], semantics=INSTALLED)) == 2
+    assert kron_pairs_form.columns(to_canonical(_spec((1, 1, 3, 3), [1, 1, 2, 2], 20), semantics=INSTALLED)) == 2

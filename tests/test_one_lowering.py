@@ -12,6 +12,9 @@ from dml_desc.cli import main as dml_desc_main
 from dml_desc.conventions.onnx import to_canonical
 from onnx_ops import build_resize, build_resize_grad, lower, run_model
 from onnx_ops.build import build_gradient, build_lowered
+from dml_desc.conventions.onnx import installed_semantics
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 CASES = onnx_resize_cases()
 
@@ -52,20 +55,23 @@ def transpose_of_forward(model, r, res) -> None:
 def case_to_resize_forward(r):
     fwd = type(r)(list(r.input_shape), dict(r.attributes), r.roi, r.scales, r.sizes, opset=r.opset)
     fwd.attributes.pop("extrapolation_value", None)      # a constant fill is not part of the linear map
-    return build_resize(fwd)
+    return build_resize(fwd, semantics=INSTALLED)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_cli_suite_and_lower_write_one_model(case, tmp_path, capsys):
     r = grad_case(case)
-    res = to_canonical(r)
+    res = to_canonical(r, semantics=INSTALLED)
     suite = build_lowered(res, np.float32)                 # the conformance suite's ort-cpu-lowered model
-    written = cli_build_lowered(tmp_path, capsys, conventions.dump("onnx", res)[0])
+    written = cli_build_lowered(tmp_path, capsys, conventions.dump("onnx", res, semantics=INSTALLED)[0])
     assert written == suite.SerializeToString()            # the CLI writes the model the suite checks
-    assert build_resize_grad(r, lowered=True).SerializeToString() == written      # the onnxruntime backend's
-    assert build_gradient(res, lowered=True)[0].SerializeToString() == written    # `dml-desc run`'s
+    # the onnxruntime backend's
+    assert build_resize_grad(r, lowered=True, semantics=INSTALLED).SerializeToString() == written
+    # `dml-desc run`'s
+    assert build_gradient(res, lowered=True, semantics=INSTALLED)[0].SerializeToString() == written
     try:
-        by_lower = lower(build_resize_grad(r)).model        # `dml-desc lower` of the ResizeGrad model
+        # `dml-desc lower` of the ResizeGrad model
+        by_lower = lower(build_resize_grad(r, semantics=INSTALLED), semantics=INSTALLED).model
     except DescError as e:          # a node without sizes whose shapes two aspect-preserving scales explain
         assert r.attr("keep_aspect_ratio_policy", "stretch") != "stretch" and "two scales" in str(e), e
     else:
@@ -79,7 +85,7 @@ def test_the_cli_builds_maps_onnx_cannot_spell_as_the_suite_does(tmp_path, capsy
     description = {"input_shape": [1, 2, 5, 7], "mode": "bicubic", "scale_factor": [1.7, 0.6],
                    "align_corners": False, "recompute_scale_factor": False}
     res, _ = conventions.load("torch", description)
-    assert "no ONNX Resize spelling" in build_gradient(res, lowered=True)[1][0]
+    assert "no ONNX Resize spelling" in build_gradient(res, lowered=True, semantics=INSTALLED)[1][0]
     for dtype, np_dtype in (("f32", np.float32), ("f16", np.float16)):
         written = cli_build_lowered(tmp_path, capsys, description, dtype)
         assert written == build_lowered(res, np_dtype).SerializeToString()
