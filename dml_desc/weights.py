@@ -307,12 +307,14 @@ def same_weights(a: Resampling, b: Resampling) -> bool:
         ta, tb = forward_taps(ax, a).merged(), forward_taps(bx, b).merged()
         if not all(np.array_equal(p, q) for p, q in zip(ta, tb)):
             return False
-        if _outside_rows(ax) != _outside_rows(bx):
+        if outside_rows(ax) != outside_rows(bx):
             return False
     return True
 
 
-def _outside_rows(ax: AxisMap) -> tuple:
+def outside_rows(ax: AxisMap) -> tuple:
+    """The output rows of an extrapolating axis whose coordinate falls outside the input (they read
+    extrapolation_value); () where the axis does not extrapolate."""
     if not ax.extrapolate:
         return ()
     x = coordinates(ax)
@@ -320,4 +322,4 @@ def _outside_rows(ax: AxisMap) -> tuple:
 
 
 def _extrapolates(r: Resampling) -> bool:
-    return any(_outside_rows(ax) for ax in r.axes)
+    return any(outside_rows(ax) for ax in r.axes)

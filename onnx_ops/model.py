@@ -17,6 +17,16 @@ IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= 10
 # at, and the opset of the standard ops a gradient is lowered to when built from scratch: the built models' own, so
 # a model built here and one lowered from a file use the same op versions.
 LOWERING_OPSET = OPSET
+# A ResizeGrad's attributes are read as those of the ai.onnx Resize of the model's opset, clamped to the Resize
+# versions the reader knows apart: Resize-10 (the first) to Resize-21 (no Resize attribute changed after 19, and
+# the training build loads opsets up to 21).
+RESIZE_READER_OPSETS = (10, 21)
+
+
+def resize_reader_opset(opset: int) -> int:
+    """The Resize version a ResizeGrad of a model at ai.onnx `opset` is read as (RESIZE_READER_OPSETS)."""
+    low, high = RESIZE_READER_OPSETS
+    return min(max(opset, low), high)
 
 def grad_graph(nodes, name: str, res: Resampling, elem: int, inits, with_x: bool = True):
     """A gradient graph: inputs dY (forward output shape) and X (forward input shape), output dX."""

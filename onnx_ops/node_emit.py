@@ -107,14 +107,7 @@ def _generic(node, read, info):
 def _emit_dynamic(node, plan: DynamicPlan, elem, prefix: str, opset: int):
     """Nodes and initializers of the dynamic path (onnx_ops.dynamic) with dX written by the last node."""
     em = Emitter(prefix, opset, np.float64 if elem == TensorProto.DOUBLE else np.float32)
-    cur = node.input[0]
-    if elem == TensorProto.FLOAT16:
-        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
-    cur = emit_dynamic(em, cur, node.input[1], plan)
-    if elem == TensorProto.FLOAT16:
-        em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
-    else:
-        em.rename(cur, node.output[0])
+    cast_wrapped(em, node, elem, lambda dy: (emit_dynamic(em, dy, node.input[1], plan), None))
     return em.nodes, em.inits
 
 

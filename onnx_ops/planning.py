@@ -19,7 +19,7 @@ from dml_desc.errors import DescError, is_number, require
 from .dynamic import DynamicPlan
 from .forms import symbolic_dim
 from .graph_walk import graphs, model_names
-from .model import LOWERING_OPSET
+from .model import LOWERING_OPSET, resize_reader_opset
 
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
 
@@ -192,7 +192,7 @@ def _policy_sizes(where, attrs, x, dy, axes, roi, opset) -> list:
         s = float(np.float32(dy[k]) / np.float32(x[k]))
         sizes = [dy[a] if a == k else (math.ceil(s * x[a]) + 1 if policy == "not_larger"
                                        else max(1, math.floor(s * x[a]) - 1)) for a in axes]
-        node = onnx_conv.OnnxResize(x, attrs, roi, sizes=sizes, opset=min(max(opset, 10), 21), op_type="ResizeGrad")
+        node = onnx_conv.OnnxResize(x, attrs, roi, sizes=sizes, opset=resize_reader_opset(opset), op_type="ResizeGrad")
         try:
             res = onnx_conv.to_canonical(node, onnx_conv.STAND_IN_SEMANTICS)    # shapes only
         except DescError:
@@ -230,7 +230,7 @@ def _rank(where, x, dy, attrs, scales, roi) -> int:
 def _axes_of(attrs, x, scales, roi, roi_name, has_scales, opset):
     """The axes the scales / sizes / roi entries refer to (validated by the ONNX convention reader)."""
     rank = len(x)
-    dummy = onnx_conv.OnnxResize(list(x), attrs, opset=min(max(opset, 10), 21), op_type="ResizeGrad")
+    dummy = onnx_conv.OnnxResize(list(x), attrs, opset=resize_reader_opset(opset), op_type="ResizeGrad")
     axes = dummy.attr("axes")
     n = len(axes) if isinstance(axes, list) else rank
     dummy.input_shape = _stand_in(x, attrs, scales if has_scales else None, n)

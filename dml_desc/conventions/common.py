@@ -162,13 +162,13 @@ def weight_difference(a: Resampling, b: Resampling) -> tuple:
     """(max |dw|, taps that differ, taps) between two maps of the same shapes, axis by axis over the forward
     tables of dml_desc.weights (a tap is one (output, input) weight of one axis); inf when the extrapolated rows
     or the constant they write differ."""
-    from ..weights import forward_taps, _outside_rows
+    from ..weights import forward_taps, outside_rows
     import numpy as np
-    if a.extrapolation_value != b.extrapolation_value and any(_outside_rows(x) for x in a.axes):
+    if a.extrapolation_value != b.extrapolation_value and any(outside_rows(x) for x in a.axes):
         return math.inf, 0, 0
     worst, changed, total = 0.0, 0, 0
     for x, y in zip(a.normalized().axes, b.normalized().axes):
-        if _outside_rows(x) != _outside_rows(y):
+        if outside_rows(x) != outside_rows(y):
             return math.inf, 0, 0
         (ra, ca, wa), (rb, cb, wb) = forward_taps(x, a).merged(), forward_taps(y, b).merged()
         n = max(x.in_size, 1)
