@@ -28,7 +28,7 @@ from dml_desc.errors import DescError, require
 
 CACHE_VERSION = 1
 STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH = 4, 32, 96
-KINDS = ("resize", "pool", "conv", "block", "sepconv", "general")
+KINDS = ("resize", "pool", "conv", "block", "sepconv", "kronpairs", "general")
 
 
 def default_cache() -> str:

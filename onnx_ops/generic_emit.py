@@ -20,7 +20,7 @@ def emit_generic(em: Emitter, dy: str, x: str, form: GenericForm, kind: str | No
     """dX from dY in `form`, spelled as `kind` (one of form.kinds(); None: by rule); returns (dX, the kind)."""
     kind = kind or form.kind(em)
     emit = {"resize": _emit_resize, "pool": _emit_pool, "conv": _emit_conv, "block": _emit_block,
-            "sepconv": _emit_sepconv}[kind]
+            "sepconv": _emit_sepconv, "kronpairs": _emit_kron_pairs}[kind]
     return emit(em, dy, x, form), kind
 
 
@@ -61,6 +61,47 @@ def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     mean = em.node("AveragePool", [viewed], "mean", kernel_shape=window, strides=window)
     scale = math.prod(f.factor for f in form.axes.values()) * _block_weight(form)
     return em.node("Reshape", [em.scale(mean, scale), em.node("Shape", [x], "xshape")], "pooled")
+
+
+def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+    """The static kron-pairs form (onnx_ops.kron_pairs_form) with run-time views: the last axis's blocks summed
+    by one MatMul of rows of f*k values with kron(I_k, ones(f, 1)) (k = form.pair_columns divides every dY's size
+    over f, so a block never straddles a row); then each other resized axis, the last first: at opsets <= 18
+    under the pool rule one AveragePool (the matrix holding the block size), else a Split of its blocks + Add."""
+    last, rank = form.rank - 1, form.rank
+    others = sorted((a for a in form.axes if a != last), reverse=True)
+    f, k = form.axes[last].factor, form.pair_columns
+    pool = bool(others) and form.pool_fits(em.opset)
+    weight = _block_weight(form) * (math.prod(form.axes[a].factor for a in others) if pool else 1)
+    matrix = np.kron(np.eye(k), np.ones((f, 1))) * weight
+    rows = em.node("Reshape", [dy, em.const([-1, f * k], "rows", np.int64)], "rows")
+    cur = em.node("MatMul", [rows, em.const(matrix, "pairs")], "kron")
+    sx = em.node("Shape", [x], "xshape")
+    if pool:
+        lead = rank - len(form.axes)
+        view = em.node("Concat", [em.const([-1, 1], "lead", np.int64),
+                                  _dims(em, em.node("Shape", [dy], "dyshape"), lead, last), _dims(em, sx, last, rank)],
+                       "pool_shape", axis=0)
+        window = [POOL_WINDOW] * len(others) + [1]
+        return em.node("AveragePool", [em.node("Reshape", [cur, view], "viewed")], "pairs", kernel_shape=window,
+                       strides=window)
+    for a in others:
+        cur = _sum_blocks(em, cur, sx, a, form.axes[a].factor)
+    return cur
+
+
+def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int) -> str:
+    """src's blocks of f consecutive entries along `axis` summed (the axes after it already at X's dims, the
+    Shape `sx`): viewed as [-1, f, X's dims after axis], Split into f, the parts added in order."""
+    view = em.node("Concat", [em.const([-1, f], "lead", np.int64), _dims(em, sx, axis + 1, np.iinfo(np.int64).max)],
+                   "block_shape", axis=0)
+    parts = [em.name("part") for _ in range(f)]
+    counted = {"num_outputs": f} if em.opset >= 18 else {}
+    em.nodes.append(helper.make_node("Split", [em.node("Reshape", [src, view], "blocks")], parts, axis=1, **counted))
+    out = parts[0]
+    for part in parts[1:]:
+        out = em.node("Add", [out, part], "blocksum")
+    return out
 
 
 def _emit_conv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:

@@ -57,6 +57,7 @@ from dml_desc.weights import gradient_taps
 
 from .bridge import middle_row_kernel
 from .forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
+from .kron_pairs_form import COLUMNS
 from .generic_emit import emit_generic_node  # noqa: F401  (the lowering imports it from here)
 
 GENERIC_CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric", "tf_half_pixel_for_nn")
@@ -65,6 +66,7 @@ FILTER_FACTORS = (2, 4, 8)
 FAMILY = tuple(range(1, 25)) + (31, 33, 64, 97, 128, 255)
 PROBE_N = 16          # the length the kernel is read from (its middle row is interior for every kernel here)
 IGNORED = ("axes", "keep_aspect_ratio_policy", "extrapolation_value")
+PAIR_COLUMNS = COLUMNS + (1,)   # the kron-pairs MatMul's blocks per row: the first dividing every dY's size
 SEPARABLE_TAPS = 16   # above this many taps per output the separable conv beats the one Conv (docs/dynamic-forms.md)
 
 
@@ -146,13 +148,40 @@ class GenericForm:
 
     def kind(self, em: Emitter) -> str:
         """The spelling emitted by rule: "resize" (where the static lowering takes it), "sepconv" (more than
-        SEPARABLE_TAPS taps per output), "pool" (the opset <= 18 rule), "conv" (float32) or "block"."""
+        SEPARABLE_TAPS taps per output), "kronpairs" (where kron_pairs_faster), "pool" (the opset <= 18 rule),
+        "conv" (float32) or "block"."""
         kinds = self.kinds(em.opset, em.acc)
         if self.prefer_resize and "resize" in kinds:
             return "resize"
         if "sepconv" in kinds and self.taps > SEPARABLE_TAPS:
             return "sepconv"
+        if "kronpairs" in kinds and self.kron_pairs_faster(opset=em.opset):
+            return "kronpairs"
         return next(k for k in ("pool", "conv", "block") if k in kinds)
+
+    def pool_fits(self, opset: int) -> bool:
+        """The static pool rule: windows of 2 on all of the last 2 or 3 axes, opset <= 18."""
+        return _pool_fits(self, opset)
+
+    @property
+    def pair_columns(self) -> int:
+        """Blocks per MatMul row of the kron-pairs spelling: the first of kron_pairs_form.COLUMNS dividing
+        every dY's size over the last axis's factor (the static dims not resized, the other resized axes'
+        factors), 0 where the last axis is not resized."""
+        last = self.axes.get(self.rank - 1)
+        if last is None:
+            return 0
+        known = math.prod(f.factor for a, f in self.axes.items() if a != self.rank - 1)
+        known *= self.channels if isinstance(self.channels, int) and 1 not in self.axes else 1
+        return next(k for k in PAIR_COLUMNS if known % k == 0)
+
+    def kron_pairs_faster(self, opset: int) -> bool:
+        """Where the kron-pairs spelling measured faster (one thread, docs/dynamic-forms.md): nearest x2 on the
+        last axis and at least one other; under the pool rule (opsets <= 18) only on 2 axes with full MatMul rows
+        (the pool is faster on 3 axes, and with rows of 4 -> 2)."""
+        if len(self.axes) < 2 or any(f.factor != 2 for f in self.axes.values()):
+            return False
+        return not self.pool_fits(opset) or (len(self.axes) == 2 and self.pair_columns == PAIR_COLUMNS[0])
 
     @property
     def taps(self) -> int:
@@ -170,6 +199,8 @@ class GenericForm:
             out.append("conv")
         if f32 and not self.block and self.spatial and opset >= 11:      # its folds pad at run time
             out.append("sepconv")
+        if self.block and f32 and self.pair_columns:
+            out.append("kronpairs")
         if self.block:
             out.append("block")
         return tuple(out)
@@ -181,6 +212,10 @@ class GenericForm:
                 return f"generic Resize({self.resize['mode']}, antialias) x1/{f.factor}"
             if kind == "sepconv":
                 return "generic separable " + _conv_name(self.separable_axes[a])
+            if kind == "kronpairs":
+                k = self.pair_columns
+                return f"generic kron-pairs matmul {f.factor * k}->{k}" if a == self.rank - 1 else \
+                    f"generic kron-pairs x{f.factor}"
             if kind == "conv" and not f.block:
                 return "generic " + _conv_name(f)
             return f"generic {dict(pool='avgpool', conv='conv', block='block-sum')[kind]} x{f.factor}"
