@@ -4,7 +4,7 @@ By default `lower` picks a node's form by rule and cost model, so its output dep
 ResizeGrad that takes a shape-generic form (onnx_ops.generic_forms) can instead take the fastest of its
 candidates as measured on the executing onnxruntime:
 
-- each generic spelling the node admits ("resize", "pool", "conv", "sepconv", "block");
+- each generic spelling the node admits ("resize", "pool", "conv", "sepconv", "kronpairs", "block");
 - the general in-graph path ("general").
 
 `calibrate_model` times each candidate on stand-in shapes (symbolic N -> STAND_IN_BATCH, C -> STAND_IN_CHANNELS,

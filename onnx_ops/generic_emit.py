@@ -1,6 +1,7 @@
 """Emission of the shape-generic forms (onnx_ops.generic_forms): one graph for every length, per spelling
-("resize", "pool", "conv", "sepconv", "block"), then a check of dY's shape; and their edges: dY padded (zeros,
-edge, mirrored), run-time dims read from a Shape, the fold of virtual rows beyond an edge onto the edge rows."""
+("resize", "pool", "conv", "sepconv", "kronpairs", "block"), then a check of dY's shape; and their edges: dY padded
+(zeros, edge, mirrored), run-time dims read from a Shape, the fold of virtual rows beyond an edge onto the edge
+rows."""
 from __future__ import annotations
 
 import math

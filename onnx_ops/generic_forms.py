@@ -37,6 +37,9 @@ Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named 
           bicubic, factors 4 and 8): one depthwise Conv per resized axis with its 1-D kernel, the first axis first;
           zero pads in each Conv's own `pads`, edge pads in one Pad, mirrors wider than 1 replaced by the same
           map's zero pad + fold where that is proven (`zero_padded`); the folds last, on the smallest tensor.
+- kronpairs: nearest block sums as the static kron-pairs form (onnx_ops.kron_pairs_form): the last axis by one
+          MatMul of rows of f*k values (k = `pair_columns`, dividing every dY's size / f), then AveragePool (the pool
+          rule) or Split + Add per other axis; by rule where `kron_pairs_faster` (nearest x2).
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
 Emission is in onnx_ops.generic_emit. Each ends with a check that dY's shape is X's times the factors.

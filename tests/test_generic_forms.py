@@ -330,7 +330,8 @@ def test_kron_pairs_is_bitwise_the_static_kron_pairs_form(shape, opset):
 
 
 KRON_MODELS = [  # (X dims, scales): C static and symbolic, 3-D, factors other than 2 (Split into f, Add)
-    (["N", 4, "H", "W"], [1, 1, 2, 2]), (["N", "C", "H", "W"], [1, 1, 2, 2]), (["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2]),
+    (["N", 4, "H", "W"], [1, 1, 2, 2]), (["N", "C", "H", "W"], [1, 1, 2, 2]),
+    (["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2]),
     (["N", 3, "H", "W"], [1, 1, 3, 2]), (["N", "C", "H", "W"], [1, 1, 2, 4]), (["N", 6, "H", "W"], [1, 1, 1, 2]),
 ]
 
