@@ -21,7 +21,7 @@ def emit_generic(em: Emitter, dy: str, x: str, form: GenericForm, kind: str | No
     """dX from dY in `form`, spelled as `kind` (one of form.kinds(); None: by rule); returns (dX, the kind)."""
     kind = kind or form.kind(em)
     emit = {"resize": _emit_resize, "pool": _emit_pool, "conv": _emit_conv, "block": _emit_block,
-            "sepconv": _emit_sepconv, "kronpairs": _emit_kron_pairs}[kind]
+            "sepconv": _emit_sepconv}[kind]
     return emit(em, dy, x, form), kind
 
 
@@ -64,11 +64,12 @@ def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     return em.node("Reshape", [em.scale(mean, scale), em.node("Shape", [x], "xshape")], "pooled")
 
 
-def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+def emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str) -> str:
     """The static kron-pairs form (onnx_ops.kron_pairs_form) with run-time views: the last axis's blocks summed
     by one MatMul of rows of f*k values with kron(I_k, ones(f, 1)) (k = form.pair_columns divides every dY's size
     over f, so a block never straddles a row); then each other resized axis, the last first: at opsets <= 18
-    under the pool rule one AveragePool (the matrix holding the block size), else a Split of its blocks + Add."""
+    under the pool rule one AveragePool (the matrix holding the block size), else a Split of its blocks + Add.
+    The last node writes dX at `checked` (X's shape, checked against dY's: no trailing Reshape, which copies)."""
     last, rank = form.rank - 1, form.rank
     others = sorted((a for a in form.axes if a != last), reverse=True)
     f, k = form.axes[last].factor, form.pair_columns
@@ -77,28 +78,46 @@ def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     matrix = np.kron(np.eye(k), np.ones((f, 1))) * weight
     rows = em.node("Reshape", [dy, em.const([-1, f * k], "rows", np.int64)], "rows")
     cur = em.node("MatMul", [rows, em.const(matrix, "pairs")], "kron")
-    sx = em.node("Shape", [x], "xshape")
+    if not others:
+        return em.node("Reshape", [cur, checked], "checked")
     if pool:
-        lead = rank - len(form.axes)
-        view = em.node("Concat", [em.const([-1, 1], "lead", np.int64),
-                                  _dims(em, em.node("Shape", [dy], "dyshape"), lead, last), _dims(em, sx, last, rank)],
-                       "pool_shape", axis=0)
-        window = [POOL_WINDOW] * len(others) + [1]
-        return em.node("AveragePool", [em.node("Reshape", [cur, view], "viewed")], "pairs", kernel_shape=window,
-                       strides=window)
+        return _pooled_pairs(em, cur, dy, form, checked)
+    sx = em.node("Shape", [x], "xshape")
     for a in others:
-        cur = _sum_blocks(em, cur, sx, a, form.axes[a].factor)
+        cur = _sum_blocks(em, cur, sx, a, form.axes[a].factor, checked if a == others[-1] else None)
     return cur
 
 
-def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int) -> str:
+def _pooled_pairs(em: Emitter, src: str, dy: str, form: GenericForm, checked: str) -> str:
+    """AveragePool with windows of 2 on the resized axes other than the last: on [N, C, ...] itself (viewed at
+    checked x the factors, so the pool writes dX) where there are two leading axes, else on a one-channel view."""
+    last, rank = form.rank - 1, form.rank
+    lead = rank - len(form.axes)
+    window = [POOL_WINDOW if a in form.axes and a != last else 1 for a in range(2 if lead >= 2 else lead, rank)]
+    if lead >= 2:
+        factors = [form.axes[a].factor if a in form.axes and a != last else 1 for a in range(rank)]
+        view = em.node("Mul", [checked, em.const(factors, "factors", np.int64)], "pool_shape")
+        viewed = em.node("Reshape", [src, view], "viewed")
+        return em.node("AveragePool", [viewed], "pairs", kernel_shape=window, strides=window)
+    view = em.node("Concat", [em.const([-1, 1], "lead", np.int64), _dims(em, em.node("Shape", [dy], "dyshape"),
+                                                                         lead, last),
+                              _dims(em, em.node("Shape", [checked], "xshape"), last, rank)], "pool_shape", axis=0)
+    pooled = em.node("AveragePool", [em.node("Reshape", [src, view], "viewed")], "pairs", kernel_shape=window,
+                     strides=window)
+    return em.node("Reshape", [pooled, checked], "checked")
+
+
+def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int, shape: str | None) -> str:
     """src's blocks of f consecutive entries along `axis` summed (the axes after it already at X's dims, the
-    Shape `sx`): viewed as [-1, f, X's dims after axis], Split into f, the parts added in order."""
+    Shape `sx`): viewed as [-1, f, X's dims after axis], Split into f, the parts added in order; the parts
+    viewed at `shape` first where given (so the Add writes that shape)."""
     view = em.node("Concat", [em.const([-1, f], "lead", np.int64), _dims(em, sx, axis + 1, np.iinfo(np.int64).max)],
                    "block_shape", axis=0)
     parts = [em.name("part") for _ in range(f)]
     counted = {"num_outputs": f} if em.opset >= 18 else {}
     em.nodes.append(helper.make_node("Split", [em.node("Reshape", [src, view], "blocks")], parts, axis=1, **counted))
+    if shape is not None:
+        parts = [em.node("Reshape", [part, shape], "part_view") for part in parts]
     out = parts[0]
     for part in parts[1:]:
         out = em.node("Add", [out, part], "blocksum")
@@ -236,6 +255,11 @@ def _reversed(em: Emitter, src: str, axis: int, start: int, end: int) -> str:
 def _shape_checked(em: Emitter, dx: str, dy: str, x: str, form: GenericForm) -> str:
     """dX reshaped to X's shape when dY's shape is X's times the factors, else to an invalid shape: a dY of
     another shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result."""
+    return em.node("Reshape", [dx, checked_shape(em, dy, x, form)], "checked")
+
+
+def checked_shape(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+    """X's shape when dY's shape is X's times the factors, else every dim -2 (a shape Reshape refuses)."""
     factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
     sx = em.node("Shape", [x], "xshape")
     expected = em.node("Mul", [sx, em.const(factors, "factors", np.int64)], "expected")
@@ -244,9 +268,8 @@ def _shape_checked(em: Emitter, dx: str, dy: str, x: str, form: GenericForm) -> 
     ok = em.node("Cast", [em.node("Sub", [em.const([1.0], "one", np.float32), bad], "ok")], "ok",
                  to=TensorProto.INT64)
     # X's shape when ok, else every dim -2 (Reshape refuses it; 0 would copy the input's dim)
-    shape = em.node("Sub", [em.node("Mul", [em.node("Add", [sx, em.const([2], "two", np.int64)], "shifted"), ok],
-                                    "kept"), em.const([2], "two", np.int64)], "checked_shape")
-    return em.node("Reshape", [dx, shape], "checked")
+    return em.node("Sub", [em.node("Mul", [em.node("Add", [sx, em.const([2], "two", np.int64)], "shifted"), ok],
+                                   "kept"), em.const([2], "two", np.int64)], "checked_shape")
 
 
 def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, kind: str | None = None):
@@ -256,8 +279,12 @@ def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, ki
     cur = node.input[0]
     if elem == TensorProto.FLOAT16:
         cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
-    cur, kind = emit_generic(em, cur, node.input[1], form, kind)
-    cur = _shape_checked(em, cur, node.input[0], node.input[1], form)
+    dy, x = node.input[0], node.input[1]
+    if (kind or form.kind(em)) == "kronpairs":         # checks dY's shape in its own views
+        cur, kind = emit_kron_pairs(em, cur, x, form, checked_shape(em, dy, x, form)), "kronpairs"
+    else:
+        cur, kind = emit_generic(em, cur, x, form, kind)
+        cur = _shape_checked(em, cur, dy, x, form)
     if elem == TensorProto.FLOAT16:
         em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
     else:
