@@ -12,6 +12,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from .forms import POOL_WINDOW, Emitter
+from .kron_pairs_form import COLUMNS
 
 if TYPE_CHECKING:
     from .generic_forms import GenericForm
@@ -75,9 +76,7 @@ def emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: st
     f, k = form.axes[last].factor, form.pair_columns
     pool = bool(others) and form.pool_fits(em.opset)
     weight = _block_weight(form) * (math.prod(form.axes[a].factor for a in others) if pool else 1)
-    matrix = np.kron(np.eye(k), np.ones((f, 1))) * weight
-    rows = em.node("Reshape", [dy, em.const([-1, f * k], "rows", np.int64)], "rows")
-    cur = em.node("MatMul", [rows, em.const(matrix, "pairs")], "kron")
+    cur = _kron_rows(em, dy, f, k, weight)
     if not others:
         return em.node("Reshape", [cur, checked], "checked")
     if pool:
@@ -86,6 +85,32 @@ def emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: st
     for a in others:
         cur = _sum_blocks(em, cur, sx, a, form.axes[a].factor, checked if a == others[-1] else None)
     return cur
+
+
+def _kron_rows(em: Emitter, dy: str, f: int, k: int, weight: float) -> str:
+    """dY's blocks of f along the last axis summed (times `weight`) by a MatMul of rows of f*k values; where k is
+    below the widest (C symbolic or odd), an If takes rows of f*16 when dY's size allows it at run time (both
+    branches compute the same sums: bitwise the same dX)."""
+    def branch(width: int) -> tuple:
+        matrix = np.kron(np.eye(width), np.ones((f, 1))) * weight
+        shape, weights = em.const([-1, f * width], "rows", np.int64), em.const(matrix, "pairs")
+        rows, out = em.name("rows"), em.name("kron")
+        return [helper.make_node("Reshape", [dy, shape], [rows]),
+                helper.make_node("MatMul", [rows, weights], [out])], out
+
+    wide = branch(COLUMNS[0])
+    if k >= COLUMNS[0]:
+        em.nodes.extend(wide[0])
+        return wide[1]
+    narrow = branch(k)
+    size = em.node("Size", [dy], "size")
+    rest = em.node("Mod", [size, em.const(f * COLUMNS[0], "width", np.int64)], "rest")
+    fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
+
+    def graph(found: tuple, name: str):
+        return helper.make_graph(found[0], em.name(name), [],
+                                 [helper.make_tensor_value_info(found[1], TensorProto.FLOAT, None)])
+    return em.node("If", [fits], "kron", then_branch=graph(wide, "wide"), else_branch=graph(narrow, "narrow"))
 
 
 def _pooled_pairs(em: Emitter, src: str, dy: str, form: GenericForm, checked: str) -> str:

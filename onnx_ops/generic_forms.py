@@ -217,8 +217,9 @@ class GenericForm:
                 return "generic separable " + _conv_name(self.separable_axes[a])
             if kind == "kronpairs":
                 k = self.pair_columns
-                return f"generic kron-pairs matmul {f.factor * k}->{k}" if a == self.rank - 1 else \
-                    f"generic kron-pairs x{f.factor}"
+                rows = f"{f.factor * k}->{k}" if k >= COLUMNS[0] else \
+                    f"{f.factor * COLUMNS[0]}->{COLUMNS[0]} or {f.factor * k}->{k}"     # chosen at run time
+                return f"generic kron-pairs matmul {rows}" if a == self.rank - 1 else f"generic kron-pairs x{f.factor}"
             if kind == "conv" and not f.block:
                 return "generic " + _conv_name(f)
             return f"generic {dict(pool='avgpool', conv='conv', block='block-sum')[kind]} x{f.factor}"

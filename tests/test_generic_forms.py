@@ -86,6 +86,12 @@ CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
 SIZES = [(1, 1), (1, 2), (2, 3), (5, 7), (16, 9), (33, 20)]
 
 
+def all_ops(graph):
+    """The op types of a graph's nodes and of its subgraphs' (If branches)."""
+    return {n.op_type for n in graph.node} | {op for n in graph.node for a in n.attribute if a.g.node
+                                                for op in all_ops(a.g)}
+
+
 def concrete(dims, k):
     """A run-time shape for X's dims: symbolic N, C take 2, 3; the others lengths from SIZES (small, odd ones)."""
     sizes = iter(SIZES[k] * 3)
@@ -99,7 +105,7 @@ def test_generic_form_is_the_reference_gradient_on_many_lengths(attrs, dims, sca
     lowered, report = lower(model)
     onnx.checker.check_model(lowered, full_check=True)
     assert report[0].dynamic and all(f.startswith(form) for f in report[0].forms), report[0].forms
-    ops = {n.op_type for n in lowered.graph.node}
+    ops = all_ops(lowered.graph)
     assert "EyeLike" not in ops and ("MatMul" in ops) == form.startswith("generic kron-pairs"), ops
     for k in range(len(SIZES)):
         shape = concrete(dims, k)
@@ -315,11 +321,14 @@ def test_axes_attribute_and_the_report_name_each_axis_its_own_form(axes):
 
 # ---- the kron-pairs spelling of nearest block sums ---------------------------------------------------------
 
-@pytest.mark.parametrize("shape, opset", [((1, 8, 64, 64), 20), ((1, 4, 16, 16, 32), 20), ((2, 16, 128, 128), 17)])
-def test_kron_pairs_is_bitwise_the_static_kron_pairs_form(shape, opset):
-    """The same sums in the same order as onnx_ops.kron_pairs_form (shapes where the static lowering takes it)."""
+@pytest.mark.parametrize("shape, opset, channels", [((1, 8, 64, 64), 20, 8), ((1, 4, 16, 16, 32), 20, 4),
+                                                    ((2, 16, 128, 128), 17, 16), ((1, 8, 64, 64), 20, "C"),
+                                                    ((1, 5, 181, 91), 20, 5)])
+def test_kron_pairs_is_bitwise_the_static_kron_pairs_form(shape, opset, channels):
+    """The same sums in the same order as onnx_ops.kron_pairs_form (shapes where the static lowering takes it);
+    C symbolic: rows of 32 -> 16 chosen at run time as the static form does, rows of 4 -> 2 where 32 do not fit."""
     scales = [1, 1] + [2] * (len(shape) - 2)
-    dims = ["N", shape[1]] + [f"S{a}" for a in range(2, len(shape))]
+    dims = ["N", channels] + [f"S{a}" for a in range(2, len(shape))]
     dynamic, report = lower(grad_model(NEAREST, dims, scales, opset))
     static, static_report = lower(grad_model(NEAREST, list(shape), scales, opset))
     assert all(f.startswith("generic kron-pairs") for f in report[0].forms), report[0].forms
