@@ -67,16 +67,46 @@ def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
 
 def emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str) -> str:
     """The static kron-pairs form (onnx_ops.kron_pairs_form) with run-time views: the last axis's blocks summed
-    by one MatMul of rows of f*k values with kron(I_k, ones(f, 1)) (k = form.pair_columns divides every dY's size
-    over f, so a block never straddles a row); then each other resized axis, the last first: at opsets <= 18
-    under the pool rule one AveragePool (the matrix holding the block size), else a Split of its blocks + Add.
+    by one MatMul of rows of f*k values with kron(I_k, ones(f, 1)) (k divides dY's size over f, so a block never
+    straddles a row); then each other resized axis, the last first: at opsets <= 18 under the pool rule one
+    AveragePool (the matrix holding the block size), else a Split of its blocks + Add. Where the static dims
+    guarantee only k = form.pair_columns < 16, an If takes rows of f*16 when dY's size allows it at run time, else
+    rows of f*k, or the pool form under the pool rule (faster than narrow rows: docs/dynamic-forms.md).
     The last node writes dX at `checked` (X's shape, checked against dY's: no trailing Reshape, which copies)."""
-    last, rank = form.rank - 1, form.rank
+    widest, k = COLUMNS[0], form.pair_columns
+    if k >= widest:
+        return _kron_pairs(em, dy, x, form, checked, widest)
+    f = form.axes[form.rank - 1].factor
+    rest = em.node("Mod", [em.node("Size", [dy], "size"), em.const(f * widest, "width", np.int64)], "rest")
+    fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
+    narrow = (lambda: em.node("Reshape", [_emit_pool(em, dy, x, form), checked], "checked")) \
+        if len(form.axes) > 1 and form.pool_fits(em.opset) else (lambda: _kron_pairs(em, dy, x, form, checked, k))
+    return _if(em, fits, lambda: _kron_pairs(em, dy, x, form, checked, widest), narrow)
+
+
+def _if(em: Emitter, cond: str, then_branch, else_branch) -> str:
+    """One If node on `cond`: each branch's nodes emitted by its function into a subgraph (constants stay in the
+    outer graph, read from the outer scope)."""
+    outer, graphs = em.nodes, []
+    for emit in (then_branch, else_branch):
+        em.nodes = []
+        out = emit()
+        graphs.append(helper.make_graph(em.nodes, em.name("branch"), [],
+                                        [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]))
+        em.nodes = outer
+    return em.node("If", [cond], "kron_pairs", then_branch=graphs[0], else_branch=graphs[1])
+
+
+def _kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str, k: int) -> str:
+    """The kron-pairs passes with MatMul rows of f*k values (emit_kron_pairs)."""
+    last = form.rank - 1
     others = sorted((a for a in form.axes if a != last), reverse=True)
-    f, k = form.axes[last].factor, form.pair_columns
+    f = form.axes[last].factor
     pool = bool(others) and form.pool_fits(em.opset)
     weight = _block_weight(form) * (math.prod(form.axes[a].factor for a in others) if pool else 1)
-    cur = _kron_rows(em, dy, f, k, weight)
+    matrix = np.kron(np.eye(k), np.ones((f, 1))) * weight
+    rows = em.node("Reshape", [dy, em.const([-1, f * k], "rows", np.int64)], "rows")
+    cur = em.node("MatMul", [rows, em.const(matrix, "pairs")], "kron")
     if not others:
         return em.node("Reshape", [cur, checked], "checked")
     if pool:
@@ -85,32 +115,6 @@ def emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: st
     for a in others:
         cur = _sum_blocks(em, cur, sx, a, form.axes[a].factor, checked if a == others[-1] else None)
     return cur
-
-
-def _kron_rows(em: Emitter, dy: str, f: int, k: int, weight: float) -> str:
-    """dY's blocks of f along the last axis summed (times `weight`) by a MatMul of rows of f*k values; where k is
-    below the widest (C symbolic or odd), an If takes rows of f*16 when dY's size allows it at run time (both
-    branches compute the same sums: bitwise the same dX)."""
-    def branch(width: int) -> tuple:
-        matrix = np.kron(np.eye(width), np.ones((f, 1))) * weight
-        shape, weights = em.const([-1, f * width], "rows", np.int64), em.const(matrix, "pairs")
-        rows, out = em.name("rows"), em.name("kron")
-        return [helper.make_node("Reshape", [dy, shape], [rows]),
-                helper.make_node("MatMul", [rows, weights], [out])], out
-
-    wide = branch(COLUMNS[0])
-    if k >= COLUMNS[0]:
-        em.nodes.extend(wide[0])
-        return wide[1]
-    narrow = branch(k)
-    size = em.node("Size", [dy], "size")
-    rest = em.node("Mod", [size, em.const(f * COLUMNS[0], "width", np.int64)], "rest")
-    fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
-
-    def graph(found: tuple, name: str):
-        return helper.make_graph(found[0], em.name(name), [],
-                                 [helper.make_tensor_value_info(found[1], TensorProto.FLOAT, None)])
-    return em.node("If", [fits], "kron", then_branch=graph(wide, "wide"), else_branch=graph(narrow, "narrow"))
 
 
 def _pooled_pairs(em: Emitter, src: str, dy: str, form: GenericForm, checked: str) -> str:
@@ -314,4 +318,4 @@ def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, ki
         em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
     else:
         em.rename(cur, node.output[0])
-    return em.nodes, em.inits, form.names(kind)
+    return em.nodes, em.inits, form.names(kind, opset)

@@ -180,11 +180,11 @@ class GenericForm:
 
     def kron_pairs_faster(self, opset: int) -> bool:
         """Where the kron-pairs spelling measured faster (one thread, docs/dynamic-forms.md): nearest x2 on the
-        last axis and at least one other; under the pool rule (opsets <= 18) only on 2 axes with full MatMul rows
-        (the pool is faster on 3 axes, and with rows of 4 -> 2)."""
+        last axis and at least one other; under the pool rule (opsets <= 18) only on 2 axes (the pool is faster on
+        3; where rows of 32 do not fit dY at run time, the spelling takes the pool itself)."""
         if len(self.axes) < 2 or any(f.factor != 2 for f in self.axes.values()):
             return False
-        return not self.pool_fits(opset) or (len(self.axes) == 2 and self.pair_columns == PAIR_COLUMNS[0])
+        return not self.pool_fits(opset) or len(self.axes) == 2
 
     @property
     def taps(self) -> int:
@@ -208,7 +208,7 @@ class GenericForm:
             out.append("block")
         return tuple(out)
 
-    def names(self, kind: str) -> tuple:
+    def names(self, kind: str, opset: int) -> tuple:
         """The per-axis form names the lowering report prints, e.g. 'generic conv x2 (symmetric pad 1+1)'."""
         def name(a: int, f: AxisForm) -> str:
             if kind == "resize":
@@ -217,8 +217,9 @@ class GenericForm:
                 return "generic separable " + _conv_name(self.separable_axes[a])
             if kind == "kronpairs":
                 k = self.pair_columns
+                narrow = "avgpool" if len(self.axes) > 1 and self.pool_fits(opset) else f"{f.factor * k}->{k}"
                 rows = f"{f.factor * k}->{k}" if k >= COLUMNS[0] else \
-                    f"{f.factor * COLUMNS[0]}->{COLUMNS[0]} or {f.factor * k}->{k}"     # chosen at run time
+                    f"{f.factor * COLUMNS[0]}->{COLUMNS[0]} or {narrow}"     # chosen at run time
                 return f"generic kron-pairs matmul {rows}" if a == self.rank - 1 else f"generic kron-pairs x{f.factor}"
             if kind == "conv" and not f.block:
                 return "generic " + _conv_name(f)

@@ -50,7 +50,7 @@ def run(lowered, shape, scales, elem=F32, threads=0, seed=0):
 NEAREST = {"mode": "nearest"}
 LINEAR = {"mode": "linear"}
 CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
-    (NEAREST, ["N", 3, "H", "W"], [1, 1, 2, 2], 17, "generic avgpool x2"),       # MatMul rows of 4: the pool
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 2, 2], 17, "generic kron-pairs"),       # rows of 32, else the pool
     (NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 17, "generic kron-pairs"),        # rows of 32, AveragePool
     (NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 19, "generic kron-pairs"),        # Split + Add, as static
     (NEAREST, ["N", "C", "H", "W"], [1, 1, 2, 2], 19, "generic kron-pairs"),      # C symbolic: rows of 4
@@ -375,9 +375,10 @@ def test_kron_pairs_is_onnxruntimes_forward_transposed(dims, scales, opset):
 
 @pytest.mark.parametrize("dims, scales, opset, kind", [
     (["N", 8, "H", "W"], [1, 1, 2, 2], 17, "kronpairs"),      # full MatMul rows: faster than the pool
-    (["N", 5, "H", "W"], [1, 1, 2, 2], 17, "pool"),           # rows of 4 -> 2: the pool is faster
+    (["N", 5, "H", "W"], [1, 1, 2, 2], 17, "kronpairs"),      # rows of 32 where they fit, else the pool
     (["N", 16, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "pool"),  # 3 axes: the pool is faster
     (["N", 16, "D", "H", "W"], [1, 1, 2, 2, 2], 20, "kronpairs"),
+    (["N", "C", "D", "H", "W"], [1, 1, 2, 2, 2], 17, "pool"),
     (["N", 8, "H", "W"], [1, 1, 3, 2], 20, "conv"),           # factors other than 2: by calibration only
     (["N", 8, "H", "W"], [1, 1, 2, 1], 20, "conv"),           # the last axis not resized: no MatMul pass
 ])
@@ -387,3 +388,22 @@ def test_kron_pairs_rule(dims, scales, opset, kind):
     assert any(f.startswith({"kronpairs": "generic kron-pairs", "pool": "generic avgpool",
                              "conv": "generic conv"}[kind]) for f in report[0].forms), report[0].forms
     assert ("kronpairs" in report[0].candidates) == (scales[-1] != 1)
+
+
+@pytest.mark.parametrize("opset, narrow", [(17, "avgpool"), (20, "4->2")])
+def test_kron_pairs_takes_rows_of_32_where_they_fit_at_run_time(opset, narrow):
+    """C odd: rows of 32 -> 16 (an If on dY's size) where they fit, else the narrow spelling: both the reference
+    gradient, the wide one bitwise the static kron-pairs form."""
+    scales = [1, 1, 2, 2]
+    lowered, report = lower(grad_model(NEAREST, ["N", 5, "H", "W"], scales, opset))
+    assert report[0].forms[-1] == f"generic kron-pairs matmul 32->16 or {narrow}", report[0].forms
+    assert "If" in {n.op_type for n in lowered.graph.node}
+    for shape, wide in [((1, 5, 64, 64), True), ((1, 5, 33, 17), False), ((2, 5, 1, 1), False)]:
+        assert (np.prod(shape) * 4 % 32 == 0) == wide
+        dy, dx = run(lowered, shape, scales, seed=1)
+        np.testing.assert_allclose(dx, reference(NEAREST, shape, scales, dy), rtol=2e-6, atol=2e-6)
+        if wide:
+            static = lower(grad_model(NEAREST, list(shape), scales, 20))
+            assert static.rewrites[0].forms[-1] == "kron-pairs matmul 32->16"
+            if opset == 20:
+                assert dx.tobytes() == run(static.model, shape, scales, seed=1)[1].tobytes()
