@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def emit_generic(em: Emitter, dy: str, x: str, form: GenericForm, kind: str | None = None) -> tuple[str, str]:
-    """dX from dY in `form`, spelled as `kind` (one of form.kinds(); None: by rule); returns (dX, the kind)."""
+    """dX from dY in `form`, spelled as `kind` (one of form.kinds() but "kronpairs", which checks dY's shape in
+    its own views: emit_generic_node; None: by rule); returns (dX, the kind), dX still to be shape-checked."""
     kind = kind or form.kind(em)
     emit = {"resize": _emit_resize, "pool": _emit_pool, "conv": _emit_conv, "block": _emit_block,
             "sepconv": _emit_sepconv}[kind]
@@ -65,7 +66,7 @@ def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     return em.node("Reshape", [em.scale(mean, scale), em.node("Shape", [x], "xshape")], "pooled")
 
 
-def emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str) -> str:
+def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str) -> str:
     """The static kron-pairs form (onnx_ops.kron_pairs_form) with run-time views: the last axis's blocks summed
     by one MatMul of rows of f*k values with kron(I_k, ones(f, 1)) (k divides dY's size over f, so a block never
     straddles a row); then each other resized axis, the last first: at opsets <= 18 under the pool rule one
@@ -98,7 +99,7 @@ def _if(em: Emitter, cond: str, then_branch, else_branch) -> str:
 
 
 def _kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str, k: int) -> str:
-    """The kron-pairs passes with MatMul rows of f*k values (emit_kron_pairs)."""
+    """The kron-pairs passes with MatMul rows of f*k values (_emit_kron_pairs)."""
     last = form.rank - 1
     others = sorted((a for a in form.axes if a != last), reverse=True)
     f = form.axes[last].factor
@@ -284,10 +285,10 @@ def _reversed(em: Emitter, src: str, axis: int, start: int, end: int) -> str:
 def _shape_checked(em: Emitter, dx: str, dy: str, x: str, form: GenericForm) -> str:
     """dX reshaped to X's shape when dY's shape is X's times the factors, else to an invalid shape: a dY of
     another shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result."""
-    return em.node("Reshape", [dx, checked_shape(em, dy, x, form)], "checked")
+    return em.node("Reshape", [dx, _checked_shape(em, dy, x, form)], "checked")
 
 
-def checked_shape(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+def _checked_shape(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """X's shape when dY's shape is X's times the factors, else every dim -2 (a shape Reshape refuses)."""
     factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
     sx = em.node("Shape", [x], "xshape")
@@ -310,7 +311,7 @@ def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, ki
         cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
     dy, x = node.input[0], node.input[1]
     if (kind or form.kind(em)) == "kronpairs":         # checks dY's shape in its own views
-        cur, kind = emit_kron_pairs(em, cur, x, form, checked_shape(em, dy, x, form)), "kronpairs"
+        cur, kind = _emit_kron_pairs(em, cur, x, form, _checked_shape(em, dy, x, form)), "kronpairs"
     else:
         cur, kind = emit_generic(em, cur, x, form, kind)
         cur = _shape_checked(em, cur, dy, x, form)
