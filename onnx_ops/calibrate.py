@@ -4,7 +4,7 @@ By default `lower` picks a node's form by rule and cost model, so its output dep
 ResizeGrad can instead take the fastest of its candidates as measured on the executing onnxruntime:
 
 - a shape-generic node (onnx_ops.generic_forms): each generic spelling it admits ("resize", "pool", "conv",
-  "sepconv", "block") and the general in-graph path ("general");
+  "sepconv", "kronpairs", "block") and the general in-graph path ("general");
 - a static node (shapes known when lowering): the cost model's choice among the forms of the registry
   (onnx_ops.forms.registry) and the next cheapest applicable ones by estimate (forms.CANDIDATES in all, e.g.
   "band", "Resize", "kron"), keyed by forms.signature (its canonical map, opset and accumulation type).
@@ -33,7 +33,7 @@ from .forms import FORMS, candidates as static_candidates, is_symbolic, signatur
 
 CACHE_VERSION = 1
 STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH = 4, 32, 96
-KINDS = ("resize", "pool", "conv", "block", "sepconv", "general")
+KINDS = ("resize", "pool", "conv", "block", "sepconv", "kronpairs", "general")
 FORM_NAMES = KINDS + tuple(FORMS)      # the names a cache entry may hold: generic kinds, static forms
 
 

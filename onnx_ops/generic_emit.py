@@ -1,6 +1,7 @@
 """Emission of the shape-generic forms (onnx_ops.generic_forms): one graph for every length, per spelling
-("resize", "pool", "conv", "sepconv", "block"), then a check of dY's shape; and their edges: dY padded (zeros,
-edge, mirrored), run-time dims read from a Shape, the fold of virtual rows beyond an edge onto the edge rows."""
+("resize", "pool", "conv", "sepconv", "kronpairs", "block"), then a check of dY's shape; and their edges: dY padded
+(zeros, edge, mirrored), run-time dims read from a Shape, the fold of virtual rows beyond an edge onto the edge
+rows."""
 from __future__ import annotations
 
 import math
@@ -10,14 +11,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from onnx import TensorProto, helper
 
-from .forms import POOL_WINDOW, Emitter
+from .forms import POOL_WINDOW, Emitter, cast_wrapped
+from .forms.kron_pairs import COLUMNS
 
 if TYPE_CHECKING:
     from .generic_forms import GenericForm
 
 
 def emit_generic(em: Emitter, dy: str, x: str, form: GenericForm, kind: str | None = None) -> tuple[str, str]:
-    """dX from dY in `form`, spelled as `kind` (one of form.kinds(); None: by rule); returns (dX, the kind)."""
+    """dX from dY in `form`, spelled as `kind` (one of form.kinds() but "kronpairs", which checks dY's shape in
+    its own views: emit_generic_node; None: by rule); returns (dX, the kind), dX still to be shape-checked."""
     kind = kind or form.kind(em)
     emit = {"resize": _emit_resize, "pool": _emit_pool, "conv": _emit_conv, "block": _emit_block,
             "sepconv": _emit_sepconv}[kind]
@@ -61,6 +64,94 @@ def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     mean = em.node("AveragePool", [viewed], "mean", kernel_shape=window, strides=window)
     scale = math.prod(f.factor for f in form.axes.values()) * _block_weight(form)
     return em.node("Reshape", [em.scale(mean, scale), em.node("Shape", [x], "xshape")], "pooled")
+
+
+def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str) -> str:
+    """The static kron-pairs form (onnx_ops.forms.kron_pairs) with run-time views: the last axis's blocks summed
+    by one MatMul of rows of f*k values with kron(I_k, ones(f, 1)) (k divides dY's size over f, so a block never
+    straddles a row); then each other resized axis, the last first: at opsets <= 18 under the pool rule one
+    AveragePool (the matrix holding the block size), else a Split of its blocks + Add. Where the static dims
+    guarantee only k = form.pair_columns < 16, an If takes rows of f*16 when dY's size allows it at run time, else
+    rows of f*k, or the pool form under the pool rule (faster than narrow rows: docs/dynamic-forms.md).
+    The last node writes dX at `checked` (X's shape, checked against dY's: no trailing Reshape, which copies)."""
+    widest, k = COLUMNS[0], form.pair_columns
+    if k >= widest:
+        return _kron_pairs(em, dy, x, form, checked, widest)
+    f = form.axes[form.rank - 1].factor
+    rest = em.node("Mod", [em.node("Size", [dy], "size"), em.const(f * widest, "width", np.int64)], "rest")
+    fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
+    narrow = (lambda: em.node("Reshape", [_emit_pool(em, dy, x, form), checked], "checked")) \
+        if len(form.axes) > 1 and form.pool_fits(em.opset) else (lambda: _kron_pairs(em, dy, x, form, checked, k))
+    return _if(em, fits, lambda: _kron_pairs(em, dy, x, form, checked, widest), narrow)
+
+
+def _if(em: Emitter, cond: str, then_branch, else_branch) -> str:
+    """One If node on `cond`: each branch's nodes emitted by its function into a subgraph (constants stay in the
+    outer graph, read from the outer scope)."""
+    outer, graphs = em.nodes, []
+    for emit in (then_branch, else_branch):
+        em.nodes = []
+        out = emit()
+        graphs.append(helper.make_graph(em.nodes, em.name("branch"), [],
+                                        [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]))
+        em.nodes = outer
+    return em.node("If", [cond], "kron_pairs", then_branch=graphs[0], else_branch=graphs[1])
+
+
+def _kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str, k: int) -> str:
+    """The kron-pairs passes with MatMul rows of f*k values (_emit_kron_pairs)."""
+    last = form.rank - 1
+    others = sorted((a for a in form.axes if a != last), reverse=True)
+    f = form.axes[last].factor
+    pool = bool(others) and form.pool_fits(em.opset)
+    weight = _block_weight(form) * (math.prod(form.axes[a].factor for a in others) if pool else 1)
+    matrix = np.kron(np.eye(k), np.ones((f, 1))) * weight
+    rows = em.node("Reshape", [dy, em.const([-1, f * k], "rows", np.int64)], "rows")
+    cur = em.node("MatMul", [rows, em.const(matrix, "pairs")], "kron")
+    if not others:
+        return em.node("Reshape", [cur, checked], "checked")
+    if pool:
+        return _pooled_pairs(em, cur, dy, form, checked)
+    sx = em.node("Shape", [x], "xshape")
+    for a in others:
+        cur = _sum_blocks(em, cur, sx, a, form.axes[a].factor, checked if a == others[-1] else None)
+    return cur
+
+
+def _pooled_pairs(em: Emitter, src: str, dy: str, form: GenericForm, checked: str) -> str:
+    """AveragePool with windows of 2 on the resized axes other than the last: on [N, C, ...] itself (viewed at
+    checked x the factors, so the pool writes dX) where there are two leading axes, else on a one-channel view."""
+    last, rank = form.rank - 1, form.rank
+    lead = rank - len(form.axes)
+    window = [POOL_WINDOW if a in form.axes and a != last else 1 for a in range(2 if lead >= 2 else lead, rank)]
+    if lead >= 2:
+        factors = [form.axes[a].factor if a in form.axes and a != last else 1 for a in range(rank)]
+        view = em.node("Mul", [checked, em.const(factors, "factors", np.int64)], "pool_shape")
+        viewed = em.node("Reshape", [src, view], "viewed")
+        return em.node("AveragePool", [viewed], "pairs", kernel_shape=window, strides=window)
+    view = em.node("Concat", [em.const([-1, 1], "lead", np.int64), _dims(em, em.node("Shape", [dy], "dyshape"),
+                                                                         lead, last),
+                              _dims(em, em.node("Shape", [checked], "xshape"), last, rank)], "pool_shape", axis=0)
+    pooled = em.node("AveragePool", [em.node("Reshape", [src, view], "viewed")], "pairs", kernel_shape=window,
+                     strides=window)
+    return em.node("Reshape", [pooled, checked], "checked")
+
+
+def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int, shape: str | None) -> str:
+    """src's blocks of f consecutive entries along `axis` summed (the axes after it already at X's dims, the
+    Shape `sx`): viewed as [-1, f, X's dims after axis], Split into f, the parts added in order; the parts
+    viewed at `shape` first where given (so the Add writes that shape)."""
+    view = em.node("Concat", [em.const([-1, f], "lead", np.int64), _dims(em, sx, axis + 1, np.iinfo(np.int64).max)],
+                   "block_shape", axis=0)
+    parts = [em.name("part") for _ in range(f)]
+    counted = {"num_outputs": f} if em.opset >= 18 else {}
+    em.nodes.append(helper.make_node("Split", [em.node("Reshape", [src, view], "blocks")], parts, axis=1, **counted))
+    if shape is not None:
+        parts = [em.node("Reshape", [part, shape], "part_view") for part in parts]
+    out = parts[0]
+    for part in parts[1:]:
+        out = em.node("Add", [out, part], "blocksum")
+    return out
 
 
 def _emit_conv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
@@ -194,6 +285,11 @@ def _reversed(em: Emitter, src: str, axis: int, start: int, end: int) -> str:
 def _shape_checked(em: Emitter, dx: str, dy: str, x: str, form: GenericForm) -> str:
     """dX reshaped to X's shape when dY's shape is X's times the factors, else to an invalid shape: a dY of
     another shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result."""
+    return em.node("Reshape", [dx, _checked_shape(em, dy, x, form)], "checked")
+
+
+def _checked_shape(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+    """X's shape when dY's shape is X's times the factors, else every dim -2 (a shape Reshape refuses)."""
     factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
     sx = em.node("Shape", [x], "xshape")
     expected = em.node("Mul", [sx, em.const(factors, "factors", np.int64)], "expected")
@@ -202,22 +298,19 @@ def _shape_checked(em: Emitter, dx: str, dy: str, x: str, form: GenericForm) -> 
     ok = em.node("Cast", [em.node("Sub", [em.const([1.0], "one", np.float32), bad], "ok")], "ok",
                  to=TensorProto.INT64)
     # X's shape when ok, else every dim -2 (Reshape refuses it; 0 would copy the input's dim)
-    shape = em.node("Sub", [em.node("Mul", [em.node("Add", [sx, em.const([2], "two", np.int64)], "shifted"), ok],
-                                    "kept"), em.const([2], "two", np.int64)], "checked_shape")
-    return em.node("Reshape", [dx, shape], "checked")
+    return em.node("Sub", [em.node("Mul", [em.node("Add", [sx, em.const([2], "two", np.int64)], "shifted"), ok],
+                                   "kept"), em.const([2], "two", np.int64)], "checked_shape")
 
 
 def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, kind: str | None = None):
     """(nodes, initializers, form names) of a ResizeGrad node in `form`, dX written by the last node;
     float16 runs in float32 (as the static forms do); double takes the block form in double."""
     em = Emitter(prefix, opset, np.float64 if elem == TensorProto.DOUBLE else np.float32)
-    cur = node.input[0]
-    if elem == TensorProto.FLOAT16:
-        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
-    cur, kind = emit_generic(em, cur, node.input[1], form, kind)
-    cur = _shape_checked(em, cur, node.input[0], node.input[1], form)
-    if elem == TensorProto.FLOAT16:
-        em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
-    else:
-        em.rename(cur, node.output[0])
-    return em.nodes, em.inits, form.names(kind)
+    dy, x = node.input[0], node.input[1]
+
+    def compute(cur):
+        if (kind or form.kind(em)) == "kronpairs":         # checks dY's shape in its own views
+            return _emit_kron_pairs(em, cur, x, form, _checked_shape(em, dy, x, form)), "kronpairs"
+        cur, chosen = emit_generic(em, cur, x, form, kind)
+        return _shape_checked(em, cur, dy, x, form), chosen
+    return em.nodes, em.inits, form.names(cast_wrapped(em, node, elem, compute), opset)

@@ -37,6 +37,9 @@ Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named 
           bicubic, factors 4 and 8): one depthwise Conv per resized axis with its 1-D kernel, the first axis first;
           zero pads in each Conv's own `pads`, edge pads in one Pad, mirrors wider than 1 replaced by the same
           map's zero pad + fold where that is proven (`zero_padded`); the folds last, on the smallest tensor.
+- kronpairs: nearest block sums as the static kron-pairs form (onnx_ops.kron_pairs_form): the last axis by one
+          MatMul of rows of f*k values (k = `pair_columns`, dividing every dY's size / f), then AveragePool (the pool
+          rule) or Split + Add per other axis; by rule where `kron_pairs_faster` (nearest x2).
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
 Emission is in onnx_ops.generic_emit. Each ends with a check that dY's shape is X's times the factors.
@@ -57,6 +60,8 @@ from dml_desc.weights import gradient_taps
 
 from .bridge import middle_row_kernel
 from .forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
+from .forms.kron_pairs import COLUMNS
+from .model import resize_reader_opset
 from .generic_emit import emit_generic_node  # noqa: F401  (the lowering imports it from here)
 
 GENERIC_CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric", "tf_half_pixel_for_nn")
@@ -65,6 +70,7 @@ FILTER_FACTORS = (2, 4, 8)
 FAMILY = tuple(range(1, 25)) + (31, 33, 64, 97, 128, 255)
 PROBE_N = 16          # the length the kernel is read from (its middle row is interior for every kernel here)
 IGNORED = ("axes", "keep_aspect_ratio_policy", "extrapolation_value")
+PAIR_COLUMNS = COLUMNS + (1,)   # the kron-pairs MatMul's blocks per row: the first dividing every dY's size
 SEPARABLE_TAPS = 16   # above this many taps per output the separable conv beats the one Conv (docs/dynamic-forms.md)
 
 
@@ -146,13 +152,40 @@ class GenericForm:
 
     def kind(self, em: Emitter) -> str:
         """The spelling emitted by rule: "resize" (where the static lowering takes it), "sepconv" (more than
-        SEPARABLE_TAPS taps per output), "pool" (the opset <= 18 rule), "conv" (float32) or "block"."""
+        SEPARABLE_TAPS taps per output), "kronpairs" (where kron_pairs_faster), "pool" (the opset <= 18 rule),
+        "conv" (float32) or "block"."""
         kinds = self.kinds(em.opset, em.acc)
         if self.prefer_resize and "resize" in kinds:
             return "resize"
         if "sepconv" in kinds and self.taps > SEPARABLE_TAPS:
             return "sepconv"
+        if "kronpairs" in kinds and self.kron_pairs_faster(opset=em.opset):
+            return "kronpairs"
         return next(k for k in ("pool", "conv", "block") if k in kinds)
+
+    def pool_fits(self, opset: int) -> bool:
+        """The static pool rule: windows of 2 on all of the last 2 or 3 axes, opset <= 18."""
+        return _pool_fits(self, opset)
+
+    @property
+    def pair_columns(self) -> int:
+        """Blocks per MatMul row of the kron-pairs spelling: the first of kron_pairs_form.COLUMNS dividing
+        every dY's size over the last axis's factor (the static dims not resized, the other resized axes'
+        factors), 0 where the last axis is not resized."""
+        last = self.axes.get(self.rank - 1)
+        if last is None:
+            return 0
+        known = math.prod(f.factor for a, f in self.axes.items() if a != self.rank - 1)
+        known *= self.channels if isinstance(self.channels, int) and 1 not in self.axes else 1
+        return next(k for k in PAIR_COLUMNS if known % k == 0)
+
+    def kron_pairs_faster(self, opset: int) -> bool:
+        """Where the kron-pairs spelling measured faster (one thread, docs/dynamic-forms.md): nearest x2 on the
+        last axis and at least one other; under the pool rule (opsets <= 18) only on 2 axes (the pool is faster on
+        3; where rows of 32 do not fit dY at run time, the spelling takes the pool itself)."""
+        if len(self.axes) < 2 or any(f.factor != 2 for f in self.axes.values()):
+            return False
+        return not self.pool_fits(opset) or len(self.axes) == 2
 
     @property
     def taps(self) -> int:
@@ -170,17 +203,25 @@ class GenericForm:
             out.append("conv")
         if f32 and not self.block and self.spatial and opset >= 11:      # its folds pad at run time
             out.append("sepconv")
+        if self.block and f32 and self.pair_columns:
+            out.append("kronpairs")
         if self.block:
             out.append("block")
         return tuple(out)
 
-    def names(self, kind: str) -> tuple:
+    def names(self, kind: str, opset: int) -> tuple:
         """The per-axis form names the lowering report prints, e.g. 'generic conv x2 (symmetric pad 1+1)'."""
         def name(a: int, f: AxisForm) -> str:
             if kind == "resize":
                 return f"generic Resize({self.resize['mode']}, antialias) x1/{f.factor}"
             if kind == "sepconv":
                 return "generic separable " + _conv_name(self.separable_axes[a])
+            if kind == "kronpairs":
+                k = self.pair_columns
+                narrow = "avgpool" if len(self.axes) > 1 and self.pool_fits(opset) else f"{f.factor * k}->{k}"
+                rows = f"{f.factor * k}->{k}" if k >= COLUMNS[0] else \
+                    f"{f.factor * COLUMNS[0]}->{COLUMNS[0]} or {narrow}"     # chosen at run time
+                return f"generic kron-pairs matmul {rows}" if a == self.rank - 1 else f"generic kron-pairs x{f.factor}"
             if kind == "conv" and not f.block:
                 return "generic " + _conv_name(f)
             return f"generic {dict(pool='avgpool', conv='conv', block='block-sum')[kind]} x{f.factor}"
@@ -200,7 +241,7 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
         return None
     if any(pos >= len(scales) for _, pos in axes):      # an empty scales (sizes gave the forward): shapes decide
         return None
-    opset = min(max(opset, 10), 21)
+    opset = resize_reader_opset(opset)
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel" if opset > 10 else "asymmetric")
     if ctm not in GENERIC_CTMS:
         return None

@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 
 from .calibrate import signature as calibration_signature
 from .dynamic import DynamicPlan, axis_forms, emit_dynamic
-from .forms import PREFER_RESIZE, Emitter, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
+from .forms import PREFER_RESIZE, Emitter, cast_wrapped, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
 from .generic_forms import emit_generic_node, generic_form
 from .graph_walk import fresh_prefix, graphs, subgraphs
 from .model import LOWERING_OPSET
@@ -119,21 +119,6 @@ def emit_gradient(node, res, elem: int, prefix: str, opset: int = LOWERING_OPSET
     em = Emitter(prefix, opset, NP_OF[elem], dims_from=node.input[0])   # run-time dims read from dY
     forms = cast_wrapped(em, node, elem, lambda dy: contract(em, dy, res, choices))
     return em.nodes, em.inits, forms
-
-
-def cast_wrapped(em: Emitter, node, elem: int, compute):
-    """Write dX = compute(dY) to `node`'s output and return what `compute` returns beside the tensor name
-    (`compute(dy) -> (name, extra)`): float16 runs in float32 (a Cast in, a Cast out); the other types have the
-    last node write dX itself (no trailing copy)."""
-    cur = node.input[0]
-    if elem == TensorProto.FLOAT16:
-        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
-    cur, extra = compute(cur)
-    if elem == TensorProto.FLOAT16:
-        em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
-    else:
-        em.rename(cur, node.output[0])
-    return extra
 
 
 def node_prefix(node, k: int, taken: set) -> tuple[str, str]:

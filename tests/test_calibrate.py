@@ -38,14 +38,15 @@ def test_calibrate_measures_every_candidate_and_caches_the_fastest_under_this_ma
     results = calibrate_model(model(), path, threads=1, rounds=1, stand_in=TINY)
     assert len(results) == 1
     sig, best, times = results[0]
-    assert set(times) == {"pool", "conv", "block", "general"} and best == min(times, key=times.get)
+    assert set(times) == {"pool", "conv", "block", "kronpairs", "general"} and best == min(times, key=times.get)
     entry = read_cache(path)[machine_key()]
     assert entry[sig] == {"form": best, "ms": times}
     assert " | onnxruntime " in machine_key()
 
 
 @pytest.mark.parametrize("form, name", [("general", "dynamic: Resize(identity)"), ("block", "generic block-sum"),
-                                        ("conv", "generic conv"), ("pool", "generic avgpool")])
+                                        ("conv", "generic conv"), ("pool", "generic avgpool"),
+                                        ("kronpairs", "generic kron-pairs")])
 def test_lower_takes_the_cached_form_for_this_machine_and_the_rule_elsewhere(tmp_path, form, name):
     m = model()
     sig = lower(m, semantics=INSTALLED).rewrites[0].signature
@@ -57,7 +58,7 @@ def test_lower_takes_the_cached_form_for_this_machine_and_the_rule_elsewhere(tmp
                                               semantics=INSTALLED).model.SerializeToString()  # reproducible
     assert lower(m, calibration=str(path), machine="another CPU | onnxruntime 0",
                  semantics=INSTALLED).rewrites[0].forms[0] \
-        .startswith("generic avgpool")                                     # no entry for that machine: the rule
+        .startswith("generic kron-pairs")                                  # no entry for that machine: the rule
     dy = np.random.default_rng(0).standard_normal((2, 8, 10, 14)).astype(np.float32)
     got = session(first).run(None, {"dY": dy, "X": np.zeros((2, 8, 5, 7), np.float32)})[0]
     want = dy.reshape(2, 8, 5, 2, 7, 2).sum(axis=(3, 5))

@@ -54,9 +54,16 @@ def run(lowered, shape, scales, elem=F32, threads=0, seed=0):
 NEAREST = {"mode": "nearest"}
 LINEAR = {"mode": "linear"}
 CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
-    (NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 17, "generic avgpool x2"),
-    (NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 19, "generic conv x2"),          # deconv(ones), as static
-    (NEAREST, ["N", "C", "H", "W"], [1, 1, 2, 2], 19, "generic block-sum x2"),    # C symbolic: no Conv weights
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 2, 2], 17, "generic kron-pairs"),       # rows of 32, else the pool
+    (NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 17, "generic kron-pairs"),        # rows of 32, AveragePool
+    (NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 19, "generic kron-pairs"),        # Split + Add, as static
+    (NEAREST, ["N", "C", "H", "W"], [1, 1, 2, 2], 19, "generic kron-pairs"),      # C symbolic: rows of 4
+    (NEAREST, ["N", 16, "D", "H", "W"], [1, 1, 2, 2, 2], 20, "generic kron-pairs"),
+    (dict(NEAREST, coordinate_transformation_mode="asymmetric", nearest_mode="floor"), ["N", 5, "H", "W"],
+     [1, 1, 2, 2], 20, "generic kron-pairs"),                                     # torch's export, odd C
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 2, 2], 19, "generic kron-pairs"),
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 3], 19, "generic conv x3"),          # deconv(ones), as static
+    (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 3], 19, "generic block-sum x3"),    # C symbolic: no Conv weights
     (NEAREST, ["N", "C", "D", "H", "W"], [1, 1, 2, 2, 2], 17, "generic avgpool x2"),
     (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 2], 17, "generic conv x"),
     (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 2], 17, "generic block-sum x"),
@@ -83,6 +90,12 @@ CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
 SIZES = [(1, 1), (1, 2), (2, 3), (5, 7), (16, 9), (33, 20)]
 
 
+def all_ops(graph):
+    """The op types of a graph's nodes and of its subgraphs' (If branches)."""
+    return {n.op_type for n in graph.node} | {op for n in graph.node for a in n.attribute if a.g.node
+                                                for op in all_ops(a.g)}
+
+
 def concrete(dims, k):
     """A run-time shape for X's dims: symbolic N, C take 2, 3; the others lengths from SIZES (small, odd ones)."""
     sizes = iter(SIZES[k] * 3)
@@ -96,7 +109,8 @@ def test_generic_form_is_the_reference_gradient_on_many_lengths(attrs, dims, sca
     lowered, report = lower(model, semantics=INSTALLED)
     onnx.checker.check_model(lowered, full_check=True)
     assert report[0].dynamic and all(f.startswith(form) for f in report[0].forms), report[0].forms
-    assert not {"EyeLike", "MatMul"} & {n.op_type for g in graphs(lowered.graph) for n in g.node}
+    ops = all_ops(lowered.graph)
+    assert "EyeLike" not in ops and ("MatMul" in ops) == form.startswith("generic kron-pairs"), ops
     for k in range(len(SIZES)):
         shape = concrete(dims, k)
         dy, dx = run(lowered, shape, scales, seed=k)
@@ -202,6 +216,7 @@ def test_generic_form_is_onnxruntimes_forward_transposed(attrs, opset):
 
 @pytest.mark.parametrize("attrs, dims, scales, opset", [(NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 17),
                                                         (NEAREST, ["N", 8, "H", "W"], [1, 1, 2, 2], 19),
+                                                        (NEAREST, ["N", "C", "H", "W"], [1, 1, 2, 2], 20),
                                                         (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 17),
                                                         (LINEAR, ["N", "C", "H", "W"], [1, 1, 4, 4], 19),
                                                         ({"mode": "cubic"}, ["N", 8, "H", "W"], [1, 1, 2, 2], 17)])
@@ -306,3 +321,93 @@ def test_axes_attribute_and_the_report_name_each_axis_its_own_form(axes):
     scales = [1, 1, factors[2], factors[3]]
     dy, dx = run(lowered, (2, 3, 5, 6), scales)
     np.testing.assert_allclose(dx, reference(LINEAR, (2, 3, 5, 6), scales, dy), rtol=2e-6, atol=2e-6)
+
+
+# ---- the kron-pairs spelling of nearest block sums ---------------------------------------------------------
+
+@pytest.mark.parametrize("shape, opset, channels", [((1, 8, 64, 64), 20, 8), ((1, 4, 16, 16, 32), 20, 4),
+                                                    ((2, 16, 128, 128), 17, 16), ((1, 8, 64, 64), 20, "C"),
+                                                    ((1, 5, 181, 91), 20, 5)])
+def test_kron_pairs_is_bitwise_the_static_kron_pairs_form(shape, opset, channels):
+    """The same sums in the same order as onnx_ops.forms.kron_pairs (shapes where the static lowering takes it);
+    C symbolic: rows of 32 -> 16 chosen at run time as the static form does, rows of 4 -> 2 where 32 do not fit."""
+    scales = [1, 1] + [2] * (len(shape) - 2)
+    dims = ["N", channels] + [f"S{a}" for a in range(2, len(shape))]
+    dynamic, report = lower(grad_model(NEAREST, dims, scales, opset), semantics=INSTALLED)
+    static, static_report = lower(grad_model(NEAREST, list(shape), scales, opset), semantics=INSTALLED)
+    assert all(f.startswith("generic kron-pairs") for f in report[0].forms), report[0].forms
+    assert all(f.startswith("kron-pairs") for f in static_report[0].forms), static_report[0].forms
+    dy, dx = run(dynamic, shape, scales, seed=3)
+    assert dx.tobytes() == run(static, shape, scales, seed=3)[1].tobytes()
+    np.testing.assert_allclose(dx, reference(NEAREST, shape, scales, dy), rtol=2e-6, atol=2e-6)
+
+
+KRON_MODELS = [  # (X dims, scales): C static and symbolic, 3-D, factors other than 2 (Split into f, Add)
+    (["N", 4, "H", "W"], [1, 1, 2, 2]), (["N", "C", "H", "W"], [1, 1, 2, 2]),
+    (["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2]),
+    (["N", 3, "H", "W"], [1, 1, 3, 2]), (["N", "C", "H", "W"], [1, 1, 2, 4]), (["N", 6, "H", "W"], [1, 1, 1, 2]),
+]
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+@pytest.mark.parametrize("dims, scales", KRON_MODELS)
+def test_kron_pairs_is_onnxruntimes_forward_transposed(dims, scales, opset):
+    """<Resize(x), dY> = <x, dX> with onnxruntime's forward nearest Resize, the kron-pairs spelling forced, on
+    symbolic-shape models and lengths 1 and odd; bitwise the same with 1, 2 and 4 threads."""
+    model = grad_model(NEAREST, dims, scales, opset)
+    _, report = lower(model, semantics=INSTALLED)
+    assert "kronpairs" in report[0].candidates
+    lowered, rep = lower(model, calibration={report[0].signature: "kronpairs"}, semantics=INSTALLED)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert any(f.startswith("generic kron-pairs matmul") for f in rep[0].forms), rep[0].forms
+    forward = helper.make_model(helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], **NEAREST)], "f",
+        [helper.make_tensor_value_info("x", F32, dims)], [helper.make_tensor_value_info("y", F32, None)],
+        [numpy_helper.from_array(np.asarray(scales, np.float32), "s")]), ir_version=9,
+        opset_imports=[helper.make_opsetid("", opset)])
+    fwd = session(forward)
+    for k in (0, 1, 3, 4):
+        shape = concrete(dims, k)
+        dy, dx = run(lowered, shape, scales, seed=k)
+        x = np.random.default_rng(10 + k).standard_normal(shape).astype(np.float32)
+        y = fwd.run(None, {"x": x})[0]
+        lhs, rhs = np.vdot(y.astype(np.float64), dy), np.vdot(x.astype(np.float64), dx)
+        assert abs(lhs - rhs) <= 1e-5 * (np.abs(y).sum() * np.abs(dy).max() + 1), (lhs, rhs)
+        threaded = [run(lowered, shape, scales, threads=t, seed=k)[1].tobytes() for t in (1, 2, 4)]
+        assert threaded == [dx.tobytes()] * 3
+
+
+@pytest.mark.parametrize("dims, scales, opset, kind", [
+    (["N", 8, "H", "W"], [1, 1, 2, 2], 17, "kronpairs"),      # full MatMul rows: faster than the pool
+    (["N", 5, "H", "W"], [1, 1, 2, 2], 17, "kronpairs"),      # rows of 32 where they fit, else the pool
+    (["N", 16, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "pool"),  # 3 axes: the pool is faster
+    (["N", 16, "D", "H", "W"], [1, 1, 2, 2, 2], 20, "kronpairs"),
+    (["N", "C", "D", "H", "W"], [1, 1, 2, 2, 2], 17, "pool"),
+    (["N", 8, "H", "W"], [1, 1, 3, 2], 20, "conv"),           # factors other than 2: by calibration only
+    (["N", 8, "H", "W"], [1, 1, 2, 1], 20, "conv"),           # the last axis not resized: no MatMul pass
+])
+def test_kron_pairs_rule(dims, scales, opset, kind):
+    lowered, report = lower(grad_model(NEAREST, dims, scales, opset), semantics=INSTALLED)
+    assert kind in report[0].candidates
+    assert any(f.startswith({"kronpairs": "generic kron-pairs", "pool": "generic avgpool",
+                             "conv": "generic conv"}[kind]) for f in report[0].forms), report[0].forms
+    assert ("kronpairs" in report[0].candidates) == (scales[-1] != 1)
+
+
+@pytest.mark.parametrize("opset, narrow", [(17, "avgpool"), (20, "4->2")])
+def test_kron_pairs_takes_rows_of_32_where_they_fit_at_run_time(opset, narrow):
+    """C odd: rows of 32 -> 16 (an If on dY's size) where they fit, else the narrow spelling: both the reference
+    gradient, the wide one bitwise the static kron-pairs form."""
+    scales = [1, 1, 2, 2]
+    lowered, report = lower(grad_model(NEAREST, ["N", 5, "H", "W"], scales, opset), semantics=INSTALLED)
+    assert report[0].forms[-1] == f"generic kron-pairs matmul 32->16 or {narrow}", report[0].forms
+    assert "If" in {n.op_type for n in lowered.graph.node}
+    for shape, wide in [((1, 5, 64, 64), True), ((1, 5, 33, 17), False), ((2, 5, 1, 1), False)]:
+        assert (np.prod(shape) * 4 % 32 == 0) == wide
+        dy, dx = run(lowered, shape, scales, seed=1)
+        np.testing.assert_allclose(dx, reference(NEAREST, shape, scales, dy), rtol=2e-6, atol=2e-6)
+        if wide:
+            static = lower(grad_model(NEAREST, list(shape), scales, 20), semantics=INSTALLED)
+            assert static.rewrites[0].forms[-1] == "kron-pairs matmul 32->16"
+            if opset == 20:
+                assert dx.tobytes() == run(static.model, shape, scales, seed=1)[1].tobytes()

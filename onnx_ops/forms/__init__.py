@@ -21,7 +21,7 @@ from .cost import (MLAS_COLUMNS, NS_PER_BLOCK, NS_PER_BYTE, NS_PER_GEMM, NS_PER_
                    copy_cost, gather_cost, gather_form_cost, kron_cost, matmul_cost, pool_cost, resize_cost,
                    transposes_cost)
 from .deconv import AxisDeconv, axis_deconv, build_bridge_model, combined, deconv_form, emit_conv, emit_deconv
-from .emitter import Emitter, SymbolicDim, is_symbolic, symbolic_dim
+from .emitter import Emitter, SymbolicDim, cast_wrapped, is_symbolic, symbolic_dim
 from .kron import CHUNK, KronForm, emit_kron, kron_form
 from .registry import FORMS, REGISTRY, Form, Gradient, candidates, choose, contract, signature
 from .resize import emit_resize, find_resize, resize_candidates, taps_close

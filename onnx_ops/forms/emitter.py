@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 
 class SymbolicDim(int):
@@ -95,3 +95,18 @@ class Emitter:
     def scale(self, src: str, factor: float) -> str:
         """`src` multiplied by `factor` (no node when it is 1)."""
         return src if factor == 1 else self.node("Mul", [src, self.const(factor, "factor")], "scaled")
+
+
+def cast_wrapped(em: Emitter, node, elem: int, compute):
+    """Write dX = compute(dY) to `node`'s output and return what `compute` returns beside the tensor name
+    (`compute(dy) -> (name, extra)`): float16 runs in float32 (a Cast in, a Cast out); the other types have the
+    last node write dX itself (no trailing copy)."""
+    cur = node.input[0]
+    if elem == TensorProto.FLOAT16:
+        cur = em.node("Cast", [cur], "f32", to=TensorProto.FLOAT)
+    cur, extra = compute(cur)
+    if elem == TensorProto.FLOAT16:
+        em.nodes.append(helper.make_node("Cast", [cur], [node.output[0]], to=TensorProto.FLOAT16))
+    else:
+        em.rename(cur, node.output[0])
+    return extra
