@@ -174,12 +174,12 @@ def lowered_share(folder: str, case: UNetCase, threads: int, steps: int, resize_
         events = [e for path in glob.glob(prefix + "*.json") for e in _read_events(path)]
     kernels = [e for e in events if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time")]
     total = sum(e["dur"] for e in kernels)
-    lowered = sum(e["dur"] for e in kernels if _from_resize_grad(e["name"], set(resize_grads)))
+    lowered = sum(e["dur"] for e in kernels if lowered_from_resize_grad(e["name"], set(resize_grads)))
     # the warm-up step's events are in the profile too: scale to one step by the count of profiled steps
     return lowered * 1e-6 / (steps + 1), (lowered / total if total else float("nan"))
 
 
-def _from_resize_grad(kernel: str, names: set) -> bool:
+def lowered_from_resize_grad(kernel: str, names: set) -> bool:
     """True for a kernel event of a node lowered from one of the ResizeGrad nodes `names` (an unnamed one is
     ResizeGrad_<k> in the lowered graph)."""
     head, tag, _ = kernel.partition(LOWERED_TAG)

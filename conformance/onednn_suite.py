@@ -46,7 +46,7 @@ KNOWN_DISCREPANCIES: dict = {(case, api): (kernel, why) for case, kernel, why in
     ("departure:7919->5000:nearest:NCX:c2", "simple:any", _NEAREST_STEPS)) for api in (PRIMITIVE, GRAPH)}
 
 
-class _Batch:
+class JobBatch:
     """Jobs keyed in catalog order; a request runs the requested job and the next CHUNK - 1 pending ones."""
 
     def __init__(self):
@@ -339,6 +339,6 @@ def onednn_checks(full: bool = False) -> list:
     """The checks that run the real oneDNN library (benchdnn shapes, the Graph JSON files, deconvolution);
     `full` adds the largest benchdnn shapes.
     """
-    batch = _Batch()
+    batch = JobBatch()
     return (benchdnn_checks(batch, full) + departure_checks(batch) + graph_json_checks(batch) + deconv_checks(batch)
             + writer_checks(batch))

@@ -15,7 +15,7 @@ changes only the rows within the kernel's reach of an edge, and how it changes t
 distance to that edge, not on n. Padding dY by p (front) and K - f - p (back) with zeros or symmetrically
 (the edge mirrored) reproduces those rows for some maps; where X's indices clamp (cubic), the correlation runs
 over q virtual rows beyond each edge and folds them onto the edge rows (dX = E^T C^T dY, E the forward's edge
-replication). `_proven_axis` reads (k, p, padding) from one length and checks the whole table (within 1e-12:
+replication). `proven_axis_form` reads (k, p, padding) from one length and checks the whole table (within 1e-12:
 the taps' float64 sums) for every n in FAMILY (all n up to 24, where the two edges interact, and longer axes),
 under every tie semantics (ort-1.19, ort-1.27, onnx-spec); a map that fails any n is left to the general path.
 Beyond n = 24 the table is the checked pattern by the argument above.
@@ -249,7 +249,7 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
     forms = {}
     for axis, pos in axes:
         factor = float(np.float32(scales[pos]))
-        form = _proven_axis(key, factor, opset) if factor != 1 else None
+        form = proven_axis_form(key, factor, opset) if factor != 1 else None
         if form is None:
             return None
         forms[axis] = form
@@ -266,7 +266,7 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
 
 
 @lru_cache(maxsize=256)
-def _proven_axis(key: tuple, factor: float, opset: int) -> AxisForm | None:
+def proven_axis_form(key: tuple, factor: float, opset: int) -> AxisForm | None:
     """The AxisForm of one axis scaled by `factor` (node attributes `key`), checked for every n in FAMILY."""
     attrs = {k: _parse(v) for k, v in key}
     mode = attrs.get("mode", "nearest")
@@ -276,7 +276,7 @@ def _proven_axis(key: tuple, factor: float, opset: int) -> AxisForm | None:
     if attrs.get("antialias", 0) and mode != "nearest":
         return None                 # not proven here: the general path keeps it
     try:
-        taps = {(n, s): _taps(attrs, factor, n, opset, s) for n in FAMILY for s in onnx_conv.SEMANTICS}
+        taps = {(n, s): resize_grad_taps(attrs, factor, n, opset, s) for n in FAMILY for s in onnx_conv.SEMANTICS}
     except DescError:
         return None
     for symmetric, fold in ((False, 0), (True, 0), (False, 1), (False, 2), (False, 3)):
@@ -365,7 +365,7 @@ def _parse(text: str):
     return text
 
 
-def _taps(attrs: dict, factor: float, n: int, opset: int, semantics: str) -> np.ndarray:
+def resize_grad_taps(attrs: dict, factor: float, n: int, opset: int, semantics: str) -> np.ndarray:
     """The dense gradient table (n, f*n) of a 1-D ResizeGrad with these attributes (dml_desc's taps)."""
     node = onnx_conv.OnnxResize([n], attrs, scales=[factor], opset=opset, op_type="ResizeGrad")
     res = onnx_conv.to_canonical(node, semantics)

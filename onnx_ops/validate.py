@@ -186,8 +186,8 @@ def check_written(model, what: str = "lowered model", baseline=None) -> None:
     path; a DescError names the node or the reason. A file path resolves external data next to the file.
     `baseline` (the model that was rewritten) excuses a failure it already has: e.g. an ORT training graph's
     MaxPoolGrad, which ORT registers in the ai.onnx domain where onnx's checker does not know it."""
-    problem = _checker_problem(model)
-    if problem and _same_failure(problem, model) != _same_failure(_checker_problem(baseline), baseline):
+    problem = checker_problem(model)
+    if problem and _same_failure(problem, model) != _same_failure(checker_problem(baseline), baseline):
         raise DescError(what, _node_of(_first_line(problem)), f"fails onnx's checker: {_first_line(problem)}")
     problem = _ort_problem(model)
     if problem and _same_failure(problem, model) != _same_failure(_ort_problem(baseline), baseline):
@@ -203,7 +203,8 @@ def _same_failure(text: str | None, model) -> str | None:
     return text.replace(path, "<model>").replace(os.path.basename(path), "<model>")
 
 
-def _checker_problem(model) -> str | None:
+def checker_problem(model) -> str | None:
+    """The onnx checker's complaint about `model` (full check), or None when it passes or there is no model."""
     if model is None:
         return None
     try:

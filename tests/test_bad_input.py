@@ -628,7 +628,7 @@ def test_the_error_field_itself_is_escaped_for_api_callers():
 
 def test_a_written_models_failure_is_excused_only_when_it_is_the_inputs_in_full():
     from onnx import TensorProto, helper
-    from onnx_ops.validate import _checker_problem, check_written
+    from onnx_ops.validate import checker_problem, check_written
 
     def broken(op):           # two inputs where one is allowed: the same first checker line for Relu and Neg
         g = helper.make_graph([helper.make_node(op, ["a", "b"], ["y"], name="n")], "g",
@@ -638,7 +638,7 @@ def test_a_written_models_failure_is_excused_only_when_it_is_the_inputs_in_full(
     relu, neg = broken("Relu"), broken("Neg")
     import onnx
     if onnx.__version__.startswith("1.16."):       # onnx 1.16 names the op only after the first line; later do not
-        assert _checker_problem(relu).splitlines()[0] == _checker_problem(neg).splitlines()[0]
+        assert checker_problem(relu).splitlines()[0] == checker_problem(neg).splitlines()[0]
     check_written(relu, baseline=relu)                     # the input's own failure, in full: excused
     with pytest.raises(DescError, match="fails onnx's checker"):
         check_written(neg, baseline=relu)

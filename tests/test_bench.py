@@ -77,9 +77,9 @@ def test_quick_and_filtered_runs_leave_the_unet_out_unless_asked(monkeypatch):
 def test_the_share_counts_the_kernels_lowered_from_resize_grad_only():
     import unet_step
     names = {"/Resize_1_Grad/ResizeGrad_0"}
-    assert unet_step._from_resize_grad("/Resize_1_Grad/ResizeGrad_0/lowered/MatMul_3_kernel_time", names)
-    assert not unet_step._from_resize_grad("/MaxPool_Grad/MaxPoolGrad_0/lowered/ScatterElements_7_kernel_time",
-                                           names)           # training_repair's MaxPoolGrad rewrite: not a ResizeGrad
-    assert not unet_step._from_resize_grad("/Resize_1_Grad/ResizeGrad_0_kernel_time", names)
-    assert unet_step._from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", {""})       # an unnamed node
-    assert not unet_step._from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", names)
+    assert unet_step.lowered_from_resize_grad("/Resize_1_Grad/ResizeGrad_0/lowered/MatMul_3_kernel_time", names)
+    assert not unet_step.lowered_from_resize_grad(      # training_repair's MaxPoolGrad rewrite: not a ResizeGrad
+        "/MaxPool_Grad/MaxPoolGrad_0/lowered/ScatterElements_7_kernel_time", names)
+    assert not unet_step.lowered_from_resize_grad("/Resize_1_Grad/ResizeGrad_0_kernel_time", names)
+    assert unet_step.lowered_from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", {""})       # an unnamed node
+    assert not unet_step.lowered_from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", names)

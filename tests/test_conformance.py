@@ -86,7 +86,7 @@ def test_an_f32_unimplemented_from_onednn_fails_unless_listed():
     from conformance import onednn_suite
     from conformance.catalog import Skip
     from dml_desc.runtimes.onednn import OnednnError
-    batch = onednn_suite._Batch()
+    batch = onednn_suite.JobBatch()
     batch.missing = None                                   # the library's presence is not what this tests
     err = OnednnError("mode", "linear", "no kernel", "dnnl_unimplemented")
     key = batch.add(lambda: None)

@@ -11,7 +11,7 @@ from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from dml_desc.conventions.onnx import installed_semantics
 from onnx_ops import lower
-from onnx_ops.generic_forms import FAMILY, _proven_axis, _taps, zero_padded
+from onnx_ops.generic_forms import FAMILY, proven_axis_form, resize_grad_taps, zero_padded
 from onnx_ops.model import graphs
 from onnx_ops.run import session
 
@@ -140,10 +140,10 @@ def test_every_spelling_of_a_generic_form_is_the_reference_gradient(attrs, dims,
                                            (dict(LINEAR, coordinate_transformation_mode="half_pixel_symmetric"), 8)])
 def test_zero_padded_form_is_the_taps_on_every_length(attrs, factor):
     """The separable conv's zero pad + fold in place of a mirror: the shared taps in and beyond the family."""
-    form = zero_padded(_proven_axis(key(attrs), float(factor), 19))
+    form = zero_padded(proven_axis_form(key(attrs), float(factor), 19))
     assert form is not None and form.fold == 1 and not form.symmetric
     for n in FAMILY + (25, 40, 41, 100, 257):
-        assert np.array_equal(form.matrix(n), _taps(attrs, float(factor), n, 19, "ort-1.27")), n
+        assert np.array_equal(form.matrix(n), resize_grad_taps(attrs, float(factor), n, 19, "ort-1.27")), n
 
 
 def test_separable_form_is_bitwise_deterministic_across_threads():
@@ -162,11 +162,11 @@ def test_separable_form_is_bitwise_deterministic_across_threads():
                                            (dict(NEAREST, nearest_mode="round_prefer_ceil"), 4)])
 def test_proven_axis_form_holds_beyond_its_proof_family(attrs, factor):
     """The form's matrix equals the shared taps on lengths the proof did not check (ort-1.27 semantics)."""
-    form = _proven_axis(key(attrs), float(factor), 19)
+    form = proven_axis_form(key(attrs), float(factor), 19)
     assert form is not None
     for n in (25, 40, 41, 100, 257, 600):
         assert n not in FAMILY
-        assert np.array_equal(form.matrix(n), _taps(attrs, float(factor), n, 19, "ort-1.27")), n
+        assert np.array_equal(form.matrix(n), resize_grad_taps(attrs, float(factor), n, 19, "ort-1.27")), n
 
 
 @pytest.mark.parametrize("attrs, factor", [
@@ -178,7 +178,7 @@ def test_proven_axis_form_holds_beyond_its_proof_family(attrs, factor):
     (NEAREST, 9),
 ])
 def test_unproven_maps_keep_the_general_path(attrs, factor):
-    assert _proven_axis(key(attrs), float(factor), 19) is None
+    assert proven_axis_form(key(attrs), float(factor), 19) is None
     model = grad_model(attrs, ["N", 3, "H", "W"], [1, 1, factor, factor])
     lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].forms[0].startswith("dynamic: Resize(identity)")

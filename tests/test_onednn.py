@@ -141,7 +141,7 @@ def test_a_listed_discrepancy_is_no_pass_and_a_change_in_the_table_fails(monkeyp
     from conformance.suite import run_check
 
     def verdicts():
-        checks = suite.departure_checks(suite._Batch())
+        checks = suite.departure_checks(suite.JobBatch())
         return {(c.case, c.backend): run_check(c) for c in checks if c.case.startswith("departure:28->2")}
     before = verdicts()
     tie, simple = ("departure:28->2:nearest:NXC:c1", suite.PRIMITIVE), ("departure:28->2:nearest:NCX:c3",

@@ -10,8 +10,10 @@ if find_spec("onnxruntime") is None or find_spec("onnxruntime.training") is None
     pytest.skip("onnxruntime.training is not installed: only the training build has it (onnxruntime-training-cpu "
                 "1.19.2, Python <= 3.12: pip install 'dml-desc[training]'; it has no Python 3.13 wheel, so there "
                 "the extra installs plain onnxruntime)", allow_module_level=True)
-torch = pytest.importorskip("torch", reason="torch is not installed (the oracle, and onnxruntime.training imports it)")
-pytest.importorskip("onnxruntime.training", reason="onnxruntime.training failed to import")
+if find_spec("torch") is None:
+    pytest.skip("torch is not installed (the oracle, and onnxruntime.training imports it)", allow_module_level=True)
+import onnxruntime.training  # noqa: E402,F401  installed, so it must import: a broken build fails (issue 21)
+import torch  # noqa: E402
 
 from dml_desc.errors import DescError  # noqa: E402
 from dml_desc.conventions.onnx import installed_semantics  # noqa: E402

@@ -91,7 +91,7 @@ def shared_band(taps: Taps, axis: int, tile: int) -> Band | None:
         return None
     starts = np.arange(n // tile) * step + (int(inner.starts[0]) - mid * step)
     plan = Band(axis, tile, inner.width, starts, inner.matrices, m)
-    return plan if _band_matches(plan, taps) else None
+    return plan if band_matches(plan, taps) else None
 
 
 
@@ -111,7 +111,7 @@ def band_dense(plan: Band, cols: int) -> np.ndarray:
     return band_taps(plan, cols).dense()
 
 
-def _band_matches(plan: Band, taps: Taps) -> bool:
+def band_matches(plan: Band, taps: Taps) -> bool:
     """Same nonzero pattern as the taps, weights within float32 rounding (compared sparsely: O(rows x width))."""
     rw, cw, ww = taps.merged()
     step = max(1, BAND_CHECK_ROWS // max(plan.tile * plan.width, 1))       # tiles per slice: bounded memory
