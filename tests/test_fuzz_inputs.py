@@ -222,16 +222,16 @@ def test_lowering_writes_only_valid_models(spec):
     pytest.importorskip("onnxruntime", reason="the written model is checked by loading it in onnxruntime")
     from onnx_ops.lower import lower
     from onnx_ops.validate import check_written
-    from tests.fuzz.atheris_loaders import _lower_model
-    model = _lower_model(spec)
+    from tests.fuzz.atheris_loaders import resize_grad_spec_model
+    model = resize_grad_spec_model(spec)
     lowered = own_error_or_result(lambda: lower(model, semantics=INSTALLED))
     if lowered is not None and lowered.rewrites:
         check_written(lowered.model)       # raises DescError: the lowering must never produce such a model
 
 
 def _small_model_bytes() -> bytes:
-    from tests.fuzz.atheris_loaders import _lower_model
-    return _lower_model({"attrs": {"mode": "linear"}, "x": [1, 1, 4, 4], "dy": [1, 1, 8, 8],
+    from tests.fuzz.atheris_loaders import resize_grad_spec_model
+    return resize_grad_spec_model({"attrs": {"mode": "linear"}, "x": [1, 1, 4, 4], "dy": [1, 1, 8, 8],
                          "scales": [1, 1, 2, 2], "outputs": ["dX"]}).SerializeToString()
 
 

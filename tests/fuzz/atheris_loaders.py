@@ -50,7 +50,7 @@ def _seeds() -> dict:
     }
 
 
-def _lower_model(spec: dict):
+def resize_grad_spec_model(spec: dict):
     """A one-node ResizeGrad model from a JSON description (types, shapes, attributes, opset, outputs)."""
     from onnx import helper, numpy_helper
     import numpy as np
@@ -111,7 +111,7 @@ def run_one(target: str, payload: bytes) -> None:
         from onnx_ops.lower import lower
         from onnx_ops.validate import check_written
         try:
-            model = _lower_model(obj)
+            model = resize_grad_spec_model(obj)
         except DescError:
             raise
         except Exception:
