@@ -14,9 +14,9 @@ from conformance.reference import resize  # noqa: E402
 from dml_desc.conventions import onnx as onnx_conv  # noqa: E402
 from dml_desc.conventions.onnx import OnnxResize, to_canonical  # noqa: E402
 from dml_desc.errors import DescError  # noqa: E402
-from helpers_ort import refuses_opset  # noqa: E402
 from onnx_ops import build_resize_grad, lower  # noqa: E402
 from onnx_ops.run import run_model  # noqa: E402
+from tests.helpers_ort import refuses_opset  # noqa: E402
 
 CTMS = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",
         "tf_crop_and_resize"]
