@@ -1,4 +1,5 @@
-"""Builders for the bad-input tests (test_bad_input*.py): a valid description or model with some fields changed."""
+"""Builders for the bad-input tests (test_bad_input*.py, test_file_safety.py): a valid description or model with
+some fields changed, and the CLI run in this process."""
 import copy
 
 from tests.conftest import CONV_DML, CONV_ONNX, DOC_EXAMPLE
@@ -99,3 +100,15 @@ def resize_grad_model(**spec):
             "outputs": ["dX"]}
     base.update(spec)
     return resize_grad_spec_model(base)
+
+
+def cli(*argv):
+    """`dml-desc ARGV` in this process (the same main() the console script runs)."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+    from types import SimpleNamespace
+    from dml_desc.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())

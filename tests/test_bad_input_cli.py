@@ -5,22 +5,10 @@ import pytest
 
 from dml_desc import DescError
 from tests.conftest import CONV_ONNX, DOC_EXAMPLE
-from tests.helpers_bad_input import dml_with, resize_grad_model, torch_with
+from tests.helpers_bad_input import cli, dml_with, resize_grad_model, torch_with
 
 
 # ---- the CLI: one line, exit 2, never a traceback ---------------------------------------------------------------
-
-def cli(*argv):
-    """`dml-desc ARGV` in this process (the same main() the console script runs)."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-    from types import SimpleNamespace
-    from dml_desc.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
-
 
 def assert_one_line_error(proc, *words):
     lines = [line for line in proc.stderr.splitlines() if not line.startswith("note: ")]

@@ -17,7 +17,7 @@ from dml_desc import DescError
 from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.files import FileError, TEMP_MARK, read_bounded, stale_temp_files, write_atomic
 from onnx_ops.lower import lower_file
-from tests.test_bad_input import resize_grad_model
+from tests.helpers_bad_input import resize_grad_model
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
@@ -185,7 +185,7 @@ def test_write_atomic_replaces_only_regular_files(tmp_path):
 
 
 def test_cli_writers_refuse_special_files(tmp_path):
-    from tests.test_bad_input import cli
+    from tests.helpers_bad_input import cli
     targets = special_files(tmp_path)
     desc = os.path.join(ROOT, "examples", "dml_resample_grad.json")
     dy = tmp_path / "dy.npy"
