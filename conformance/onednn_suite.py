@@ -54,11 +54,14 @@ class JobBatch:
         self.axis_keys = {}         # (mode, format, rank, spatial axis, in, out) -> key of its forward job
 
     def add(self, make_job) -> int:
+        """Register a job maker (called only when its result is first requested); returns its key."""
         key = len(self.makers)
         self.makers[key] = make_job
         return key
 
     def result(self, key: int, unimplemented_skips: bool = True, dtype: str = "f32", case: str = "") -> dict:
+        """The job's result, run together with the next pending ones. Raises Skip where oneDNN is missing or
+        (with `unimplemented_skips`) has no kernel for a documented case; re-raises the job's own error."""
         if self.missing == ():
             self.missing = runtime.missing_reason()
         if self.missing:
