@@ -112,7 +112,7 @@ def vs_map(res: Resampling, other: str, semantics=None) -> tuple:
     another description file (which must have the same input and output shapes)."""
     from . import conventions
     if other in VS_MODES:
-        obj = {"op_type": "Resize", "opset": 19, "input_shape": list(res.in_shape), "sizes": list(res.out_shape),
+        obj = {"op_type": "Resize", "opset": conventions.onnx.DEFAULT_OPSET, "input_shape": list(res.in_shape), "sizes": list(res.out_shape),
                "attributes": {"mode": res.mode.value, "coordinate_transformation_mode": other}}
         semantics = conventions.onnx.resolve_semantics(semantics)     # no --semantics: the installed onnxruntime's
         return conventions.load("onnx", obj, semantics=semantics)[0], f"onnx {other}"

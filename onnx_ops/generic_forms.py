@@ -313,7 +313,7 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
     scales = [float(forms[a].factor) if a in forms else 1.0 for a in range(len(dims))]
     clean = {k: v for k, v in attrs.items() if k not in IGNORED}
     try:
-        res = onnx_conv.to_canonical(onnx_conv.OnnxResize(shape, clean, scales=scales, opset=min(opset, 21),
+        res = onnx_conv.to_canonical(onnx_conv.OnnxResize(shape, clean, scales=scales, opset=resize_reader_opset(opset),
                                                           op_type="ResizeGrad"), onnx_conv.STAND_IN_SEMANTICS)
     except DescError:
         return None, False
@@ -329,7 +329,7 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
     resize = dict(spelling.attributes)
     key = tuple(sorted((k, str(v)) for k, v in clean.items()))
     rkey = tuple(sorted((k, str(v)) for k, v in resize.items()))
-    if not all(_resize_proven(key, rkey, f.factor, min(opset, 21)) for f in forms.values()):
+    if not all(_resize_proven(key, rkey, f.factor, resize_reader_opset(opset)) for f in forms.values()):
         return None, False
     return resize, resize_cost(res, found[0]) <= PREFER_RESIZE * plan_axes(res)[1]
 

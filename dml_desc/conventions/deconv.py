@@ -17,6 +17,7 @@ from ..errors import integer, int_list, one_of, require, short_key
 from ..tensor import DML_BUFFER_TENSOR_DESC
 from .common import refuse
 from .reading import Reading, Writing
+from .onnx import DEFAULT_OPSET
 from .onednn import attrs_of, check_dtypes, find_op, known_attrs, graph_document, logical_tensor, shape_of
 
 AUTO_PADS = {"none": "None", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
@@ -316,7 +317,7 @@ class DeconvConvention:
         if self.name == "dml":
             from .. import dmljson
             return Writing(dmljson.to_json(to_dml(spec, layout.get("dtype", "f32"))))
-        return Writing({"op_type": "Conv", "opset": 19, "input_shape": list(spec.diff_dst_shape),
+        return Writing({"op_type": "Conv", "opset": DEFAULT_OPSET, "input_shape": list(spec.diff_dst_shape),
                         "weights_shape": list(spec.weights_shape), "attributes": to_onnx_attrs(spec),
                         "layout": "NCX data, (IC, OC/groups, K...) weights: transpose NXC / XOI inputs first"})
 
@@ -336,7 +337,7 @@ def _read_onnx(obj) -> ConvSpec:
     require(not unknown, short_key(unknown[0]) if unknown else "", None, f"unknown key; the onnx Conv form has "
             f"{list(ONNX_FORM_KEYS)}")
     require(obj.get("op_type", "Conv") == "Conv", "op_type", obj.get("op_type"), "must be Conv")
-    opset = obj.get("opset", 19)
+    opset = obj.get("opset", DEFAULT_OPSET)
     require(isinstance(opset, int) and not isinstance(opset, bool) and 1 <= opset <= 23, "opset", opset,
             "must be an ai.onnx opset from 1 to 23")
     for key in ("input_shape", "weights_shape"):
