@@ -54,7 +54,10 @@ def find_resize(res: Resampling, opset: int):
             continue
         if all(taps_close(gradient_taps(res.axes[a], res), forward_taps(cand.axes[a], cand),
                           res.axes[a].out_size / res.axes[a].in_size) for a in res.resized_axes):
-            try:   # spelled at the Resize version a ResizeGrad of this opset is read as (opset >= 11 here)
+            # spelled at the Resize version a ResizeGrad of this opset is read as (opset >= 11 here), under the
+            # stand-in semantics: exact under every entry of SEMANTICS (proven on nearest maps with ties,
+            # tests/test_resize_form_semantics.py)
+            try:
                 spelling, _ = onnx_conv.from_canonical(cand, opset=resize_reader_opset(opset),
                                                        semantics=onnx_conv.STAND_IN_SEMANTICS)
             except ConversionError:        # no ONNX spelling states this map exactly
