@@ -93,17 +93,20 @@ def deconv_checks() -> list:
     checks = []
     for i, (name, spec, fmt, wfmt) in enumerate(CASES):
         doc = deconv.to_onednn(spec, fmt, wfmt)
-        spec, fmt, wfmt, _, _ = deconv.to_spec(json.loads(json.dumps(doc)))     # through the JSON form
+        reading = deconv.read("onednn", json.loads(json.dumps(doc)))     # through the JSON form
+        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
         checks += _checks_for(name, spec, fmt, wfmt, i)
     for mode in AUTO_PAD_CASES:
         doc = deconv.to_onednn(CASES[0][1], "NCX", "IOX")
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
         doc["graph"][0]["attrs"].pop("output_padding", None)  # depends on the pads auto_pad replaces
-        spec, fmt, wfmt, _, _ = deconv.to_spec(doc)
+        reading = deconv.read("onednn", doc)
+        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
         checks += _checks_for(f"deconv:auto_pad_{mode}", spec, fmt, wfmt, 7)
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("deconv*.json")):
-        spec, fmt, wfmt, _, _ = deconv.to_spec(json.loads(path.read_text()))
+        reading = deconv.read("onednn", json.loads(path.read_text()))
+        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
         checks += _checks_for(f"onednn-graph-json:{path.name}", spec, fmt, wfmt, 11)
     return checks
 

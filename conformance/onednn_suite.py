@@ -251,7 +251,8 @@ def graph_json_checks(batch) -> list:
                 lambda want, d=dt: within(GRAD_TOL[d] * max(1.0, float(np.abs(want).max(initial=0)))), False))
         checks.append(library_map_check(batch, case, res, doc["graph"][0], dy_of, False))
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("deconv*.json")):
-        spec, fmt, wfmt, _, _ = deconv.to_spec(json.loads(path.read_text()))
+        reading = deconv.read("onednn", json.loads(path.read_text()))
+        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
         checks += _deconv_checks(batch, f"onednn-graph-json:{path.name}", spec, fmt, wfmt, 11)
     return checks
 
@@ -272,7 +273,8 @@ def deconv_checks(batch) -> list:
         doc = deconv.to_onednn(CASES[0][1], "NCX", "IOX")
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
-        spec, fmt, wfmt, _, _ = deconv.to_spec(doc)
+        reading = deconv.read("onednn", doc)
+        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
         checks += _deconv_checks(batch, f"deconv:auto_pad_{mode}", spec, fmt, wfmt, 7)
     return checks
 

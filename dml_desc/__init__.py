@@ -1,9 +1,10 @@
 """dml-desc: resampling and transposed-convolution gradients across DirectML, oneDNN, ONNX, PyTorch and TensorFlow.
 
-Start here: dml_desc.conventions.load(fmt, obj) reads a description ('dml', 'onednn', 'onnx', 'torch', 'tf'),
-conventions.dump(fmt, res) writes one (exact, or ConversionError). conformance.reference.resize_grad(dy, res)
-is the NumPy gradient; onnx_ops.build_resize_grad(res) builds the ONNX model and onnx_ops.lower(model) rewrites
-ResizeGrad into standard ops. Shell: `dml-desc convert | build | lower | conformance | example --help`.
+Start here: dml_desc.conventions.load(fmt, obj) / dump(fmt, res) read / write a resize ('dml', 'onednn', 'onnx',
+'torch', 'tf'; exact, or ConversionError); conventions.read / write any description, a ConvTransposeBackwardData
+too, as a Reading / Writing. conformance.reference.resize_grad is the NumPy gradient. Shell: `dml-desc convert |
+build | lower | conformance | example --help`; onnx_ops.build_resize_grad builds the ONNX model and onnx_ops.lower
+rewrites ResizeGrad into standard ops.
 Conventions: shapes in the description's own layout (NCHW; NHWC for TF), scale = out/in, offsets in pixels.
 
 The canonical form (Resampling) holds one AxisMap per axis: output index o reads input coordinate

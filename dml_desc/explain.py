@@ -112,15 +112,15 @@ def vs_map(res: Resampling, other: str, semantics=None) -> tuple:
     another description file (which must have the same input and output shapes)."""
     from . import conventions
     if other in VS_MODES:
-        obj = {"op_type": "Resize", "opset": 19, "input_shape": list(res.in_shape), "sizes": list(res.out_shape),
-               "attributes": {"mode": res.mode.value, "coordinate_transformation_mode": other}}
+        obj = {"op_type": "Resize", "opset": conventions.onnx.DEFAULT_OPSET, "input_shape": list(res.in_shape),
+               "sizes": list(res.out_shape), "attributes": {"mode": res.mode.value, "coordinate_transformation_mode": other}}
         semantics = conventions.onnx.resolve_semantics(semantics)     # no --semantics: the installed onnxruntime's
         return conventions.load("onnx", obj, semantics=semantics)[0], f"onnx {other}"
     if not Path(other).exists():
         raise DescError("--vs", other, f"is neither a file nor one of {', '.join(VS_MODES)}"
                         f"{did_you_mean(other, VS_MODES)}")
     fmt, obj = conventions.read_description(other)
-    res2 = conventions.load_description(fmt, obj)[0]
+    res2 = conventions.load_description(fmt, obj, semantics)[0]      # the caller's semantics, as for res
     require(res2.in_shape == res.in_shape and res2.out_shape == res.out_shape, "--vs", other,
             f"maps {list(res2.in_shape)} -> {list(res2.out_shape)}; the file maps {list(res.in_shape)} -> "
             f"{list(res.out_shape)}: compare maps of the same sizes")

@@ -29,7 +29,7 @@ from onnx import helper
 from dml_desc.conventions.onnx import STAND_IN_SEMANTICS
 from dml_desc.errors import DescError, require
 
-from .forms import FORMS, candidates as static_candidates, is_symbolic, signature as static_signature
+from .forms import FORMS, RENAMED, candidates as static_candidates, is_symbolic, signature as static_signature
 
 CACHE_VERSION = 1
 STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH = 4, 32, 96
@@ -74,7 +74,8 @@ def read_cache(path: str) -> dict:
 
 
 def choices(calibration, machine: str | None = None) -> dict:
-    """{signature: kind} for `machine` (default: this one) from a cache path, or a {signature: kind} dict as is."""
+    """{signature: kind} for `machine` (default: this one) from a cache path (a form's former name, forms.RENAMED,
+    read as its current one), or a {signature: kind} dict as is."""
     if calibration is None:
         return {}
     if isinstance(calibration, dict):
@@ -82,7 +83,8 @@ def choices(calibration, machine: str | None = None) -> dict:
     require(isinstance(calibration, (str, os.PathLike)), "calibration", type(calibration).__name__,
             "must be a cache file path or a {signature: form} dict")
     entry = read_cache(os.fspath(calibration)).get(machine or machine_key(), {})
-    return {sig: v["form"] for sig, v in entry.items() if isinstance(v, dict) and v.get("form") in FORM_NAMES}
+    return {sig: RENAMED.get(v["form"], v["form"]) for sig, v in entry.items()
+            if isinstance(v, dict) and (v.get("form") in FORM_NAMES or v.get("form") in RENAMED)}
 
 
 def signature(attrs: dict, factors: dict, rank: int, channels, opset: int, elem: int) -> str:

@@ -32,7 +32,7 @@ Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named 
           AveragePool x block size.
 - conv:   one Pad (zeros, edge, or mirrored Slices) + one depthwise Conv with the outer-product kernel and stride f
           (groups = C when C is static, else viewed as one channel), then the fold where the axis clamps; for
-          nearest the Conv of ones (the static deconv(ones) form, C static).
+          nearest the Conv of ones (the static conv(ones) form, C static).
 - sepconv: the separable conv, taken where the outer product has more than SEPARABLE_TAPS taps (trilinear,
           bicubic, factors 4 and 8): one depthwise Conv per resized axis with its 1-D kernel, the first axis first;
           zero pads in each Conv's own `pads`, edge pads in one Pad, mirrors wider than 1 replaced by the same
@@ -139,7 +139,7 @@ class GenericForm:
 
     @property
     def conv_ok(self) -> bool:
-        """Nearest block sums as one depthwise Conv of ones (the static "deconv(ones)" form, measured faster than
+        """Nearest block sums as one depthwise Conv of ones (the static "conv(ones)" form, measured faster than
         Reshape + ReduceSum, README): spatial axes and a static channel count."""
         return self.spatial and self.channels is not None
 
@@ -313,7 +313,7 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
     scales = [float(forms[a].factor) if a in forms else 1.0 for a in range(len(dims))]
     clean = {k: v for k, v in attrs.items() if k not in IGNORED}
     try:
-        res = onnx_conv.to_canonical(onnx_conv.OnnxResize(shape, clean, scales=scales, opset=min(opset, 21),
+        res = onnx_conv.to_canonical(onnx_conv.OnnxResize(shape, clean, scales=scales, opset=resize_reader_opset(opset),
                                                           op_type="ResizeGrad"), onnx_conv.STAND_IN_SEMANTICS)
     except DescError:
         return None, False
@@ -329,7 +329,7 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
     resize = dict(spelling.attributes)
     key = tuple(sorted((k, str(v)) for k, v in clean.items()))
     rkey = tuple(sorted((k, str(v)) for k, v in resize.items()))
-    if not all(_resize_proven(key, rkey, f.factor, min(opset, 21)) for f in forms.values()):
+    if not all(_resize_proven(key, rkey, f.factor, resize_reader_opset(opset)) for f in forms.values()):
         return None, False
     return resize, resize_cost(res, found[0]) <= PREFER_RESIZE * plan_axes(res)[1]
 

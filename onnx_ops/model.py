@@ -11,16 +11,19 @@ from dml_desc.canonical import Resampling
 from .graph_walk import graphs, subgraphs  # noqa: F401 (re-exported: onnx_ops.graph_walk is the one walk)
 
 # Models built from scratch are stamped explicitly, whatever onnx is installed (onnx 1.18+ would stamp IR 11+):
-OPSET = 19          # Resize-19; onnxruntime-training 1.19.2 loads ai.onnx <= 21
-IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= 10
+OPSET = 19          # Resize-19; onnxruntime-training 1.19.2 loads ai.onnx <= TRAINING_MAX_OPSET
+IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= TRAINING_MAX_IR
+# onnxruntime-training 1.19.2 loads models up to these versions (onnx_ops.training_repair restamps down to them)
+TRAINING_MAX_IR = 10
+TRAINING_MAX_OPSET = 21
 # The ai.onnx opset `lower` adds to a model that imports none (a bare com.microsoft graph) and reads such a model
 # at, and the opset of the standard ops a gradient is lowered to when built from scratch: the built models' own, so
 # a model built here and one lowered from a file use the same op versions.
 LOWERING_OPSET = OPSET
 # A ResizeGrad's attributes are read as those of the ai.onnx Resize of the model's opset, clamped to the Resize
-# versions the reader knows apart: Resize-10 (the first) to Resize-21 (no Resize attribute changed after 19, and
-# the training build loads opsets up to 21).
-RESIZE_READER_OPSETS = (10, 21)
+# versions the reader knows apart: Resize-10 (the first) to TRAINING_MAX_OPSET (no Resize attribute changed after
+# 19, and the training build loads opsets up to 21).
+RESIZE_READER_OPSETS = (10, TRAINING_MAX_OPSET)
 
 
 def resize_reader_opset(opset: int) -> int:

@@ -150,7 +150,7 @@ class GraphInfo:
         sizes = None if scales is not None else [dy[a] for a in axes] if "axes" in attrs else dy
         if sizes is not None and attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
             sizes = _policy_sizes(where, attrs, x, dy, axes, roi, self.opset)
-        r = onnx_conv.OnnxResize(x, attrs, roi, scales, sizes, opset=min(max(self.opset, 10), 21),
+        r = onnx_conv.OnnxResize(x, attrs, roi, scales, sizes, opset=resize_reader_opset(self.opset),
                                  op_type="ResizeGrad")
         res = _checked(where, lambda: onnx_conv.to_canonical(r, self.semantics))
         require(all(not isinstance(d, int) or d == o for d, o in zip(dy, res.out_shape)), f"{where}.dY", dy,

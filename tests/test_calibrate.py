@@ -216,3 +216,22 @@ def test_cli_calibrates_a_static_node_and_lower_prints_the_cached_form(tmp_path)
     assert out.returncode == 0, out.stderr
     assert ("Resize(linear, antialias)" in out.stdout) == (best == "Resize")
     assert ("dense" in out.stdout) == (best == "band")
+
+
+def test_a_cache_holding_the_former_name_deconv_ones_still_loads_as_conv_ones(tmp_path):
+    """The depthwise Conv of ones was named "deconv(ones)" (forms.RENAMED): a cache with that name lowers the node
+    to the same bytes as one naming "conv(ones)", although the cost model would pick kron here."""
+    from dml_desc.conventions.onnx import OnnxResize, to_canonical
+    from onnx_ops import build_resize_grad
+    from onnx_ops.calibrate import static_signature
+    spec = OnnxResize([2, 4, 16, 16], {"mode": "nearest"}, scales=[1, 1, 2, 2], opset=19, op_type="ResizeGrad")
+    m = build_resize_grad(spec, semantics=INSTALLED)
+    sig = static_signature(to_canonical(spec, semantics=INSTALLED), 19, np.float32)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"version": 1, "entries": {machine_key(): {sig: {"form": "deconv(ones)", "ms": {}}}}}))
+    old, report = lower(m, calibration=str(path), semantics=INSTALLED)
+    assert report[0].forms == ("conv(ones)", "conv(ones)")
+    assert lower(m, semantics=INSTALLED).rewrites[0].forms[0] != "conv(ones)"       # the rule picks another form
+    new = lower(m, calibration={sig: "conv(ones)"}, semantics=INSTALLED).model
+    assert old.SerializeToString() == new.SerializeToString()
+    assert [n.op_type for n in old.graph.node].count("Conv") == 1

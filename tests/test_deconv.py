@@ -26,8 +26,10 @@ DOC = json.loads(JSON_FILE.read_text())
 
 
 def test_the_onednn_json_loads_builds_and_runs():
-    spec, fmt, wfmt, dtype, notes = deconv.to_spec(DOC)
-    assert (fmt, wfmt, dtype, notes) == ("NCX", "IOX", "f32", ())
+    reading = deconv.read("onednn", DOC)
+    spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+    assert (reading.backward, reading.layout, reading.notes) == (True, {"data_format": "NCX", "weights_format": "IOX",
+                                                                        "dtype": "f32"}, ())
     assert spec.diff_src_shape == (1, 32, 28, 28) and spec.weights_shape == (32, 128, 3, 3)
     model = build_conv_data_grad(spec, fmt, wfmt)
     assert [i.name for i in model.graph.input] == ["diff_dst", "weights"]
@@ -58,7 +60,8 @@ def test_reference_matches_torch_autograd_of_conv_transpose():
 @pytest.mark.parametrize("fmt,wfmt", [("NCX", "IOX"), ("NXC", "XOI"), ("NXC", "IOX"), ("NCX", "XOI")])
 def test_layouts_round_trip_and_run(fmt, wfmt):
     spec = ConvSpec(1, 4, 6, (5, 6, 4), (2, 3, 2), (2, 1, 2), (1, 2, 1), (0, 1, 1), (1, 2, 0), 2)
-    back, fmt2, wfmt2, _, _ = deconv.to_spec(deconv.to_onednn(spec, fmt, wfmt))
+    reading = deconv.read("onednn", deconv.to_onednn(spec, fmt, wfmt))
+    back, fmt2, wfmt2 = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
     assert (back.diff_src_shape, fmt2, wfmt2) == (spec.diff_src_shape, fmt, wfmt)
     assert deconv.from_dml(dmljson.from_json(dmljson.to_json(deconv.to_dml(back)))) == back
     assert deconv.from_onnx(deconv.to_onnx_attrs(back), back.diff_dst_shape, back.weights_shape) == back
@@ -74,18 +77,18 @@ def test_layouts_round_trip_and_run(fmt, wfmt):
 def test_seed_table_names_are_aliases_with_a_note():
     doc = copy.deepcopy(DOC)
     doc["graph"][0]["attrs"]["weights_format"]["value"] = "OIX"
-    spec, _, wfmt, _, notes = deconv.to_spec(doc)
-    assert wfmt == "IOX" and notes and "OIX" in notes[0]
+    reading = deconv.read("onednn", doc)
+    assert reading.layout["weights_format"] == "IOX" and reading.notes and "OIX" in reading.notes[0]
 
 
 def test_auto_pad_same_keeps_ceil_of_stride():
     doc = copy.deepcopy(DOC)
     doc["graph"][0]["attrs"]["auto_pad"]["value"] = "same_upper"
     doc["graph"][0]["outputs"] = []
-    spec, *_ = deconv.to_spec(doc)
+    spec = deconv.read("onednn", doc).canonical
     assert spec.src_spatial == (8, 8) and (spec.pads_begin, spec.pads_end) == ((0, 0), (1, 1))
     doc["graph"][0]["attrs"]["auto_pad"]["value"] = "SAME_LOWER"
-    assert deconv.to_spec(doc)[0].pads_begin == (1, 1)
+    assert deconv.read("onednn", doc).canonical.pads_begin == (1, 1)
 
 
 def with_attr(name, value, where="attrs"):
@@ -122,12 +125,12 @@ BAD = [
 @pytest.mark.parametrize("doc,field,why", BAD, ids=[f"{b[1]}-{i}" for i, b in enumerate(BAD)])
 def test_bad_onednn_attributes(doc, field, why):
     with pytest.raises(DescError) as info:
-        deconv.to_spec(doc)
+        deconv.read("onednn", doc)
     assert field in str(info.value) and why in str(info.value)
 
 
 def dml_conv(**changes):
-    obj = dmljson.to_json(deconv.to_dml(deconv.to_spec(DOC)[0]))
+    obj = dmljson.to_json(deconv.to_dml(deconv.read("onednn", DOC).canonical))
     obj.update(changes)
     return obj
 
@@ -188,7 +191,7 @@ def test_bridge_exports_as_onednn_json():
     res = to_canonical(OnnxResize([2, 3, 8, 6], {"mode": "nearest"}, scales=[1.0, 1.0, 2.0, 2.0]), semantics=INSTALLED)
     for p in deconv_form(res):
         spec = p.conv_spec(res)
-        back = deconv.to_spec(deconv.to_onednn(spec))[0]
+        back = deconv.read("onednn", deconv.to_onednn(spec)).canonical
         assert back == spec and back.groups == 3
 
 
@@ -201,3 +204,23 @@ def test_cli_build_and_convert(tmp_path):
     assert json.loads(proc.stdout)["Operator"] == "DML_OPERATOR_CONVOLUTION"
     proc = run("convert", "--from", "onednn", "--to", "tf", str(JSON_FILE))
     assert proc.returncode == 2 and "no torch or tf form" in proc.stderr
+
+
+def test_a_huge_channel_count_is_refused_by_name_not_overflowed():
+    """The group rule's message names C/group without float division (an int past float range overflowed)."""
+    obj = {"op_type": "Conv", "input_shape": [1, 10 ** 400, 4, 4], "weights_shape": [2, 3, 3, 3]}
+    with pytest.raises(DescError) as info:
+        deconv.read("onnx", obj)
+    assert "weights_shape" in str(info.value)
+
+
+def test_each_deconv_format_is_its_own_convention_and_write_keeps_the_layout():
+    from dml_desc import conventions
+    from dml_desc.conventions.registry import CONVENTIONS
+    objects = [CONVENTIONS["deconv", fmt] for fmt in ("onednn", "dml", "onnx")]
+    assert len({type(o) for o in objects}) == 3 and [o.name for o in objects] == ["onednn", "dml", "onnx"]
+    doc = deconv.to_onednn(deconv.read("onednn", DOC).canonical, "NXC", "XOI", "f16")
+    reading = conventions.read("onednn", doc)
+    assert reading.layout == {"data_format": "NXC", "weights_format": "XOI", "dtype": "f16"}
+    assert conventions.write("onednn", reading).obj == doc                      # the layout travels
+    assert conventions.write("dml", reading).obj["InputTensor"]["DataType"] == "FLOAT16"

@@ -198,3 +198,20 @@ def test_svg_refuses_axes_too_long_to_draw(capsys, tmp_path):
     code, out, err = run(capsys, "explain", str(path), "--svg", str(tmp_path / "long.svg"), "--max-rows", "1")
     assert code == 2 and out == "" and "--svg='axis 2: 100 -> 300': draws axes of at most 256 samples" in err
     assert not (tmp_path / "long.svg").exists() and not list(tmp_path.glob("*.dml-desc-tmp"))
+
+
+def test_vs_a_file_reads_it_under_the_given_semantics(capsys, tmp_path):
+    """nearest asymmetric round_prefer_ceil 7 -> 2 has a tie only ort-1.19 breaks the other way: `--vs` the same
+    file under each `--semantics` prints the same taps twice (the file is not read under the installed one's)."""
+    path = tmp_path / "tie.json"
+    path.write_text(json.dumps({"op_type": "Resize", "opset": 19, "input_shape": [1, 1, 1, 7], "sizes": [1, 1, 1, 2],
+                                "attributes": {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                               "nearest_mode": "round_prefer_ceil"}}))
+    blocks = {}
+    for semantics in conventions.onnx.SEMANTICS:
+        code, out, _ = run(capsys, "explain", str(path), "--vs", str(path), "--semantics", semantics)
+        assert code == 0
+        first, second = out.split("\n\n")
+        assert first.splitlines()[1:] == second.splitlines()[1:], semantics
+        blocks[semantics] = first.splitlines()[1:]
+    assert blocks["ort-1.19"] != blocks["ort-1.27"]       # the semantics matter here (either may be installed)

@@ -317,7 +317,7 @@ def _old_chain(res, opset: int, acc) -> str:
     conv = acc is np.float32 and kron is None and conv_cost(res) <= cost
     parts = deconv_form(res) if conv and blocks else None
     if parts and combined(res, parts):
-        return "deconv(ones)"
+        return "conv(ones)"
     if conv and conv_transpose_form(res) is not None:
         return "conv_transpose"
     if conv and blocks:
@@ -373,7 +373,7 @@ def test_the_registry_walk_picks_what_the_old_if_chain_picked_on_random_maps():
 
 def test_the_registry_is_ordered_with_the_general_form_last():
     from onnx_ops.forms import FORMS, REGISTRY
-    assert [f.name for f in REGISTRY] == ["kron-pairs", "avgpool", "kron", "deconv(ones)", "conv_transpose",
+    assert [f.name for f in REGISTRY] == ["kron-pairs", "avgpool", "kron", "conv(ones)", "conv_transpose",
                                           "block-sum", "Resize", "band"]
     assert len(FORMS) == len(REGISTRY)
     res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)), semantics=INSTALLED)

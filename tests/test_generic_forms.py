@@ -62,7 +62,7 @@ CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
     (dict(NEAREST, coordinate_transformation_mode="asymmetric", nearest_mode="floor"), ["N", 5, "H", "W"],
      [1, 1, 2, 2], 20, "generic kron-pairs"),                                     # torch's export, odd C
     (NEAREST, ["N", 3, "H", "W"], [1, 1, 2, 2], 19, "generic kron-pairs"),
-    (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 3], 19, "generic conv x3"),          # deconv(ones), as static
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 3], 19, "generic conv x3"),          # conv(ones), as static
     (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 3], 19, "generic block-sum x3"),    # C symbolic: no Conv weights
     (NEAREST, ["N", "C", "D", "H", "W"], [1, 1, 2, 2, 2], 17, "generic avgpool x2"),
     (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 2], 17, "generic conv x"),

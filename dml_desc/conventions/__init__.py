@@ -37,17 +37,18 @@ def write(fmt: str, source, backward: bool = True, **options) -> Writing:
     differ by at most T, with a note giving the bound (the default 0 accepts exact spellings only)."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
     if isinstance(source, Reading):
-        if family_of(source.canonical) == "deconv":
-            return deconv.write(fmt, source, **_for(fmt, "deconv", options))
+        if source.layout:                 # how the source laid its tensors out (deconv), for the writer to keep
+            options["layout"] = source.layout
         source, backward = source.canonical, source.backward
-    require(isinstance(source, Resampling), "res", type(source).__name__,
+    op = family_of(source)
+    require(op != "resize" or isinstance(source, Resampling), "res", type(source).__name__,
             "must be a Resampling (conventions.read gives one)")
     tolerance = check_tolerance(options.pop("tolerance", 0.0))
     require(tolerance == 0 or fmt != "dml", "tolerance", tolerance, "applies to onednn, onnx, torch and tf (a DML "
             "operator states the map's parameters directly: it is exact or refused)")
     if tolerance:
         options["tolerance"] = tolerance
-    return convention(fmt).write(source, backward, **_for(fmt, "resize", options))
+    return convention(fmt, op).write(source, backward, **_for(fmt, op, options))
 
 
 def _for(fmt: str, op: str, options: dict) -> dict:

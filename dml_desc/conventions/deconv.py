@@ -17,6 +17,7 @@ from ..errors import integer, int_list, one_of, require, short_key
 from ..tensor import DML_BUFFER_TENSOR_DESC
 from .common import refuse
 from .reading import Reading, Writing
+from .onnx import DEFAULT_OPSET
 from .onednn import attrs_of, check_dtypes, find_op, known_attrs, graph_document, logical_tensor, shape_of
 
 AUTO_PADS = {"none": "None", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
@@ -100,8 +101,8 @@ def auto_pads(mode: str, n_in: int, k: int, s: int, d: int) -> Tuple[int, int]:
     return (small, total - small) if mode == "SAME_UPPER" else (total - small, small)
 
 
-def to_spec(doc: dict) -> tuple:
-    """(ConvSpec, data_format, weights_format, dtype, notes) from a oneDNN Graph JSON document."""
+def _read_onednn(doc: dict) -> Reading:
+    """A oneDNN Graph JSON document's ConvSpec, its layout (data_format, weights_format, dtype) and notes."""
     op = find_op(doc, ("ConvTransposeBackwardData",))
     a = known_attrs(attrs_of(op), DECONV_ATTRS)
     dd = shape_of(op.get("inputs"), 0, "inputs")
@@ -137,7 +138,7 @@ def to_spec(doc: dict) -> tuple:
         pb, pe = zip(*(auto_pads(mode, *args) for args in zip(sp, k, strides, dilations)))
     spec = ConvSpec(dd[0], oc, ic, tuple(sp), tuple(k), strides, dilations, tuple(pb), tuple(pe), g, out_pad)
     _check_output(op, spec, fmt, "output_padding" in a)
-    return spec, fmt, wfmt, _dtype(op), notes
+    return Reading(spec, True, notes, {"data_format": fmt, "weights_format": wfmt, "dtype": _dtype(op)})
 
 
 def _check_output(op: dict, spec: ConvSpec, fmt: str, check_padding: bool) -> None:
@@ -253,7 +254,7 @@ def from_onnx(attrs: dict, x_shape, w_shape) -> ConvSpec:
     n = len(x_shape) - 2
     w_shape = int_list(w_shape, "weights_shape", length=n + 2)
     g = integer(attrs.get("group", 1), "group", 1)
-    require(x_shape[1] == w_shape[1] * g, "weights_shape", list(w_shape), f"needs W[1] = C/group = {x_shape[1] / g:g}")
+    require(x_shape[1] == w_shape[1] * g, "weights_shape", list(w_shape), f"needs W[1] = C/group = {x_shape[1]}/{g}")
     k = tuple(int_list(attrs.get("kernel_shape", w_shape[2:]), "kernel_shape", length=n))
     require(k == tuple(w_shape[2:]), "kernel_shape", list(k), f"must equal W's spatial shape {list(w_shape[2:])}")
     s = tuple(int_list(attrs.get("strides", [1] * n), "strides", length=n))
@@ -285,40 +286,64 @@ def is_deconv(fmt: str, obj) -> bool:
 FORMATS = ("onednn", "dml", "onnx")
 
 
-class DeconvConvention:
-    """ConvTransposeBackwardData in one format ('onednn', 'dml' or 'onnx'): `read` gives a Reading whose canonical
-    form is a ConvSpec (a gradient: backward is True) and whose layout keeps data_format / weights_format / dtype;
-    `write` gives a Writing."""
-
-    def __init__(self, name: str):
-        require(name in FORMATS, "format", name, f"ConvTransposeBackwardData converts between {list(FORMATS)}")
-        self.name = name
+class OnednnDeconvConvention:
+    """ConvTransposeBackwardData as a oneDNN Graph document: `read` gives a Reading (a ConvSpec, backward) whose
+    layout keeps data_format / weights_format / dtype; `write` gives a Writing in that layout."""
+    name = "onednn"
 
     def read(self, obj) -> Reading:
-        """The ConvSpec of a onednn, dml or onnx JSON form."""
-        if self.name == "onednn":
-            spec, data_format, weights_format, dtype, notes = to_spec(obj)
-            return Reading(spec, True, notes, {"data_format": data_format, "weights_format": weights_format,
-                                               "dtype": dtype})
-        if self.name == "dml":
-            return _read_dml(obj)
-        return Reading(_read_onnx(obj), True)
+        """The document's ConvSpec and layout."""
+        return _read_onednn(obj)
 
     def write(self, spec: ConvSpec, backward: bool = True, layout=None, data_format=None) -> Writing:
-        """The JSON form of `spec`, in the reading's `layout` (deconv has a gradient form only: `backward` is
-        ignored); data_format overrides the layout's (onednn)."""
-        require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (a deconv Reading's)")
-        layout = {} if layout is None else layout
-        require(isinstance(layout, dict), "layout", layout, "must be the layout dict of a deconv Reading")
-        if self.name == "onednn":
-            return Writing(to_onednn(spec, data_format or layout.get("data_format", "NCX"),
-                                     layout.get("weights_format", "IOX"), layout.get("dtype", "f32")))
-        if self.name == "dml":
-            from .. import dmljson
-            return Writing(dmljson.to_json(to_dml(spec, layout.get("dtype", "f32"))))
-        return Writing({"op_type": "Conv", "opset": 19, "input_shape": list(spec.diff_dst_shape),
+        """The document of `spec` in `layout` (deconv has a gradient form only: `backward` is ignored);
+        data_format overrides the layout's."""
+        layout = _checked_layout(spec, layout)
+        return Writing(to_onednn(spec, data_format or layout.get("data_format", "NCX"),
+                                 layout.get("weights_format", "IOX"), layout.get("dtype", "f32")))
+
+
+class DmlDeconvConvention:
+    """ConvTransposeBackwardData as a DML FORWARD CROSS_CORRELATION convolution descriptor (dmljson's form)."""
+    name = "dml"
+
+    def read(self, obj) -> Reading:
+        """The descriptor's ConvSpec; layout: its dtype."""
+        return _read_dml(obj)
+
+    def write(self, spec: ConvSpec, backward: bool = True, layout=None) -> Writing:
+        """The descriptor of `spec` in the layout's dtype (`backward` is ignored)."""
+        from .. import dmljson
+        layout = _checked_layout(spec, layout)
+        return Writing(dmljson.to_json(to_dml(spec, layout.get("dtype", "f32"))))
+
+
+class OnnxDeconvConvention:
+    """ConvTransposeBackwardData as an ONNX Conv node (NCX data, (IC, OC/groups, K...) weights)."""
+    name = "onnx"
+
+    def read(self, obj) -> Reading:
+        """The Conv node's ConvSpec."""
+        return Reading(_read_onnx(obj), True)
+
+    def write(self, spec: ConvSpec, backward: bool = True, layout=None) -> Writing:
+        """The Conv node of `spec` at DEFAULT_OPSET (`backward` and the layout are ignored: the form is NCX)."""
+        _checked_layout(spec, layout)
+        return Writing({"op_type": "Conv", "opset": DEFAULT_OPSET, "input_shape": list(spec.diff_dst_shape),
                         "weights_shape": list(spec.weights_shape), "attributes": to_onnx_attrs(spec),
                         "layout": "NCX data, (IC, OC/groups, K...) weights: transpose NXC / XOI inputs first"})
+
+
+def _checked_layout(spec, layout) -> dict:
+    """The layout dict of a deconv Reading ({} for None), `spec` checked to be a ConvSpec."""
+    require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (a deconv Reading's)")
+    layout = {} if layout is None else layout
+    require(isinstance(layout, dict), "layout", layout, "must be the layout dict of a deconv Reading")
+    return layout
+
+
+# one convention object per format (the registry's ("deconv", fmt) entries)
+CONVENTIONS = {c.name: c for c in (OnednnDeconvConvention(), DmlDeconvConvention(), OnnxDeconvConvention())}
 
 
 def _read_dml(obj) -> Reading:
@@ -336,7 +361,7 @@ def _read_onnx(obj) -> ConvSpec:
     require(not unknown, short_key(unknown[0]) if unknown else "", None, f"unknown key; the onnx Conv form has "
             f"{list(ONNX_FORM_KEYS)}")
     require(obj.get("op_type", "Conv") == "Conv", "op_type", obj.get("op_type"), "must be Conv")
-    opset = obj.get("opset", 19)
+    opset = obj.get("opset", DEFAULT_OPSET)
     require(isinstance(opset, int) and not isinstance(opset, bool) and 1 <= opset <= 23, "opset", opset,
             "must be an ai.onnx opset from 1 to 23")
     for key in ("input_shape", "weights_shape"):
@@ -346,7 +371,7 @@ def _read_onnx(obj) -> ConvSpec:
 
 def read(fmt: str, obj) -> Reading:
     """ConvTransposeBackwardData read from format `fmt` (the registry's deconv convention for it)."""
-    return DeconvConvention(fmt).read(obj)
+    return _convention(fmt).read(obj)
 
 
 def write(fmt: str, reading: Reading, **options) -> Writing:
@@ -354,4 +379,9 @@ def write(fmt: str, reading: Reading, **options) -> Writing:
     require(isinstance(reading, Reading), "reading", type(reading).__name__, "must be a Reading (deconv.read's)")
     if fmt not in FORMATS:
         refuse("to", fmt, "ConvTransposeBackwardData has no torch or tf form here (use onednn, dml or onnx)")
-    return DeconvConvention(fmt).write(reading.canonical, layout=reading.layout, **options)
+    return CONVENTIONS[fmt].write(reading.canonical, layout=reading.layout, **options)
+
+
+def _convention(fmt: str):
+    require(fmt in FORMATS, "format", fmt, f"ConvTransposeBackwardData converts between {list(FORMATS)}")
+    return CONVENTIONS[fmt]

@@ -45,6 +45,9 @@ ATTRS_BY_OPSET[19] = ATTRS_BY_OPSET[18]
 MODES = {"nearest": Mode.NEAREST, "linear": Mode.LINEAR, "cubic": Mode.CUBIC}
 NEAREST_MODES = {r.value: r for r in Rounding}
 POLICIES = ("stretch", "not_larger", "not_smaller")
+# The ai.onnx opset an ONNX description (Resize, or the deconv's Conv) is written at, and read at when it names none:
+# 19, where Resize-19 (the newest Resize schema) begins.
+DEFAULT_OPSET = 19
 MAX_OPSET = 28      # Resize-19 is still the newest Resize schema at ai.onnx opset 28 (onnx 1.23)
 # Read, not written: modes onnxruntime runs at opsets whose Resize schema lacks them ({mode: (from opset, why)}):
 # tf_half_pixel_for_nn after Resize-13 dropped it; half_pixel_symmetric at opsets 13-18, before Resize-19 added it
@@ -68,7 +71,7 @@ class OnnxResize:
     roi: Optional[Sequence[float]] = None
     scales: Optional[Sequence[float]] = None
     sizes: Optional[Sequence[int]] = None
-    opset: int = 19
+    opset: int = DEFAULT_OPSET
     op_type: str = "Resize"
 
     def attr(self, name: str, default=None):

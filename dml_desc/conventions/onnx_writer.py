@@ -11,11 +11,11 @@ import numpy as np
 from ..canonical import Mode, Resampling, Rounding
 from ..errors import DescError
 from .common import first_exact, probe_head, refuse
-from .onnx import CTM_BY_OPSET, OnnxResize, schema_opset, to_canonical
+from .onnx import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_canonical
 from .onnx_semantics import check_semantics
 
 
-def from_canonical(res: Resampling, opset: int = 19, op_type: str = "Resize", semantics: Optional[str] = None,
+def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "Resize", semantics: Optional[str] = None,
                    tolerance: float = 0.0) -> tuple:
     """The first ONNX spelling whose map equals `res` under `semantics` (required, one of SEMANTICS):
     exact parameters first, then equal weights (float32 scales a few ulps from out/in included: a runtime that

@@ -95,7 +95,7 @@ CONVENTIONS = {
     (RESIZE, "onnx"): OnnxConvention(),
     (RESIZE, "torch"): ForwardOnlyConvention("torch", torch, torch.TorchInterpolate),
     (RESIZE, "tf"): ForwardOnlyConvention("tf", tf, tf.TfResize),
-    **{(DECONV, fmt): deconv.DeconvConvention(fmt) for fmt in deconv.FORMATS},
+    **{(DECONV, fmt): conv for fmt, conv in deconv.CONVENTIONS.items()},
 }
 FORMATS = tuple(fmt for op, fmt in CONVENTIONS if op == RESIZE)
 

@@ -23,7 +23,7 @@ from .cost import (MLAS_COLUMNS, NS_PER_BLOCK, NS_PER_BYTE, NS_PER_GEMM, NS_PER_
 from .deconv import AxisDeconv, axis_deconv, build_bridge_model, combined, deconv_form, emit_conv, emit_deconv
 from .emitter import Emitter, SymbolicDim, cast_wrapped, is_symbolic, symbolic_dim
 from .kron import CHUNK, KronForm, emit_kron, kron_form
-from .registry import FORMS, REGISTRY, Form, Gradient, candidates, choose, contract, signature
+from .registry import FORMS, REGISTRY, RENAMED, Form, Gradient, candidates, choose, contract, signature
 from .resize import emit_resize, find_resize, resize_candidates, taps_close
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (

@@ -29,6 +29,5 @@ def emit_conv_transpose(em: Emitter, src: str, res: Resampling, kernel: np.ndarr
     """Emit a depthwise ConvTranspose with stride = kernel shape: spreads each input over a block by `kernel`."""
     c = res.out_shape[1]
     weights = np.broadcast_to(kernel, (c, 1) + kernel.shape).copy()
-    # the tensor names are those of the form's old name, "spread": the same bytes as before
-    return em.node("ConvTranspose", [src, em.const(weights, "spread_weights")], "spread",
+    return em.node("ConvTranspose", [src, em.const(weights, "conv_transpose_weights")], "conv_transpose",
                    kernel_shape=list(kernel.shape), strides=list(kernel.shape), group=c)

@@ -159,7 +159,7 @@ def combined(res: Resampling, parts: list) -> tuple | None:
 
 def emit_conv(em: Emitter, src: str, spec: ConvSpec, weights: np.ndarray) -> str:
     """Emit one depthwise Conv computing `spec` with `weights` on `src`; returns the output name."""
-    return em.node("Conv", [src, em.const(weights, "deconv_weights")], "deconv", kernel_shape=list(spec.kernel),
+    return em.node("Conv", [src, em.const(weights, "conv_weights")], "conv", kernel_shape=list(spec.kernel),
                    strides=list(spec.strides), pads=list(spec.pads_begin) + list(spec.pads_end), group=spec.groups)
 
 

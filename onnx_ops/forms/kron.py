@@ -116,5 +116,5 @@ def _repeat(em: Emitter, src: str, weights: np.ndarray, axis: int, shape: list) 
         pads[len(shape) + axis] = 1
         src = em.pad(src, pads)
         index = np.where(np.tile(weights, shape[axis]) == 0, shape[axis], index)
-    return em.node("Gather", [src, em.const(index, "index", np.int64)], "spread", axis=axis)   # old name: same bytes
+    return em.node("Gather", [src, em.const(index, "index", np.int64)], "kron_gather", axis=axis)
 

@@ -113,9 +113,9 @@ REGISTRY = (
     # kron: estimated for float32 whatever the type (as the choice always has)
     Form("kron", lambda g: g.kron, lambda g, p: kron_cost(g.res, p),
          lambda em, src, g, p: (emit_kron(em, src, g.res, p), p.names(len(g.res.axes)))),
-    # one depthwise Conv (nearest upsampling, no border rows): measured faster than Reshape + ReduceSum
-    Form("deconv(ones)", _deconv, lambda g, p: conv_cost(g.res),
-         lambda em, src, g, p: (emit_conv(em, src, *p), _per_axis(g, "deconv(ones)")), prefer=_no_kron),
+    # one depthwise Conv of ones (nearest upsampling, no border rows): measured faster than Reshape + ReduceSum
+    Form("conv(ones)", _deconv, lambda g, p: conv_cost(g.res),
+         lambda em, src, g, p: (emit_conv(em, src, *p), _per_axis(g, "conv(ones)")), prefer=_no_kron),
     # integer downsampling as one ConvTranspose: measured faster than a nearest Resize
     Form("conv_transpose", lambda g: conv_transpose_form(g.res) if g.float32 else None,
          lambda g, p: conv_cost(g.res),
@@ -129,11 +129,15 @@ REGISTRY = (
     Form("band", lambda g: g.plan[0], lambda g, p: g.plan[1], _emit_plan, BY_RULE),
 )
 FORMS = {form.name: form for form in REGISTRY}
+# Former form names a calibration cache may still hold, as {old: current}: "deconv(ones)" was the depthwise Conv
+# of ones (its node is a Conv, not a ConvTranspose), renamed "conv(ones)". `choose` reads an old name as the new.
+RENAMED = {"deconv(ones)": "conv(ones)"}
 
 
 def choose(g: Gradient, name: str | None = None) -> tuple:
-    """(form, proof): the form named `name` where it applies, else the cost model's choice."""
-    named = FORMS.get(name)
+    """(form, proof): the form named `name` (a current or RENAMED name) where it applies, else the cost model's
+    choice."""
+    named = FORMS.get(RENAMED.get(name, name))
     proof = named.applies(g) if named is not None else None
     if proof is not None:
         return named, proof

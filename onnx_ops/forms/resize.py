@@ -11,6 +11,7 @@ from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import ConversionError
 from dml_desc.weights import Taps, forward_taps, gradient_taps
 
+from ..model import resize_reader_opset
 from .emitter import Emitter, is_symbolic
 
 
@@ -53,8 +54,11 @@ def find_resize(res: Resampling, opset: int):
             continue
         if all(taps_close(gradient_taps(res.axes[a], res), forward_taps(cand.axes[a], cand),
                           res.axes[a].out_size / res.axes[a].in_size) for a in res.resized_axes):
-            try:   # Resize-19 is the newest schema: read opsets above 21 as 21
-                spelling, _ = onnx_conv.from_canonical(cand, opset=max(opset, 11) if opset < 18 else min(opset, 21),
+            # spelled at the Resize version a ResizeGrad of this opset is read as (opset >= 11 here), under the
+            # stand-in semantics: exact under every entry of SEMANTICS (proven on nearest maps with ties,
+            # tests/test_resize_form_semantics.py)
+            try:
+                spelling, _ = onnx_conv.from_canonical(cand, opset=resize_reader_opset(opset),
                                                        semantics=onnx_conv.STAND_IN_SEMANTICS)
             except ConversionError:        # no ONNX spelling states this map exactly
                 continue
