@@ -27,6 +27,13 @@ from .judges import benchdnn, benchdnn_fill, within
 TOL = {"f64": 1e-12, "f32": 1e-5, "f16": 4e-3, "bf16": 3e-2}
 REFERENCE = "numpy-reference"           # the oracle name of dml_desc.reference.resize_grad in float64
 
+# The kernel cases each built-in backend's converter refuses: {case: {convention: the converter's reason}},
+# generated once from the converters' behaviour (refusal_table(), every case including --full's) and checked in.
+# An unlisted refusal fails, and so does a listed case that now converts: update the file on purpose.
+REFUSALS_FILE = REFERENCE_DIR / "kernel_refusals.json"
+TABLE_CONVENTIONS = ("onednn", "onnx", "torch")     # the conventions of the built-in backends
+KERNEL_REFUSED: dict = json.loads(REFUSALS_FILE.read_text())
+
 
 @dataclass
 class Case:
@@ -179,15 +186,45 @@ def run_case(backend, case, semantics=None) -> tuple:
     reason = backend.available()
     if reason:
         raise Skip(reason)
-    try:
-        description = to_description(case.res, backend.convention, semantics)
-    except ConversionError as e:
-        raise Skip(f"{backend.convention} cannot state this map exactly (the converter refuses): {e}") from None
+    description = checked_description(case, backend.convention, semantics)
     dy = as_dtype(case.dy, case.dtype)
     got = backend.run(description, dy, case.dtype)
     judge = getattr(case, "judge", None)
     judge = judge(case.expected) if judge else usual_judge(case.dtype, case.expected)
     return np.asarray(got, np.float64), case.expected, judge
+
+
+def checked_description(case, convention: str, semantics=None):
+    """The case in `convention`, or Skip where KERNEL_REFUSED lists the converter's refusal; a refusal the table
+    does not list, or a listed case that converts, fails (AssertionError)."""
+    listed = KERNEL_REFUSED.get(case.name, {}).get(convention) if convention in TABLE_CONVENTIONS else None
+    try:
+        description = to_description(case.res, convention, semantics)
+    except ConversionError as e:
+        if convention not in TABLE_CONVENTIONS:        # a plug-in's own convention: no table
+            raise Skip(f"{convention} cannot state this map exactly (the converter refuses): {e}") from None
+        if listed:
+            raise Skip(f"documented as unsupported (kernel_refusals.json): {convention} cannot state this map "
+                       f"exactly: {e}") from None
+        raise AssertionError(f"the {convention} converter now refuses {case.name}, which is not in "
+                             f"{REFUSALS_FILE.name}: {e}") from None
+    if listed:
+        raise AssertionError(f"the {convention} converter now states {case.name}, which {REFUSALS_FILE.name} "
+                             f"lists as refused ({listed}): remove the entry")
+    return description
+
+
+def refusal_table(cases=None, semantics=None) -> dict:
+    """{case: {convention: reason}} of today's converters over `cases` (default: every kernel case, --full's
+    too), in TABLE_CONVENTIONS: what kernel_refusals.json holds."""
+    out: dict = {}
+    for case in kernel_cases(True, semantics) if cases is None else cases:
+        for convention in TABLE_CONVENTIONS:
+            try:
+                to_description(case.res, convention, semantics)
+            except ConversionError as e:
+                out.setdefault(case.name, {})[convention] = str(e).splitlines()[0][:160]
+    return out
 
 
 def description_of(case, convention: str, semantics=None):

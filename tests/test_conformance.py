@@ -41,14 +41,15 @@ def test_conformance_suite_passes(tmp_path):
                "onnxruntime's CUDA ResizeGrad kernel does not compute", "this onnxruntime has no ",
                "oneDNN (libdnnl.so.3) is not installed", "oneDNN 3.2 has no f16", "oneDNN 3.2 has no bf16",
                "oneDNN has no f16", "oneDNN has no bf16", "an f16 ConvTransposeBackwardData",
-               "documented as unsupported", "onnx cannot state", "torch cannot state", "onnx's expected output",
+               "documented as unsupported", "onnx's expected output",
                "oracles disagree", "the basis probe", "this onnxruntime CPU build has no float16 Conv",
                "ResizeGrad takes")
     odd = {r["reason"][:120] for r in results if r["status"] == "skip" and not r["reason"].startswith(allowed)}
     assert not odd, odd
     # the whole kernel catalog ran on onnxruntime: each f32 case passed or the converter refused it
     ort = [r for r in results if r["backend"] == "onnxruntime:CPUExecutionProvider"]
-    assert len(ort) > 300 and all(r["status"] == "pass" or "cannot state" in r["reason"] for r in ort)
+    assert len(ort) > 300 and all(r["status"] == "pass" or r["reason"].startswith(
+        "documented as unsupported (kernel_refusals.json): onnx cannot state") for r in ort)
 
 
 def test_conformance_list_and_filter():
@@ -79,6 +80,33 @@ def test_a_converter_that_changes_its_answer_fails(monkeypatch):
              if c.case == "cross:bicubic_x2_half_pixel"}
     assert cubic["dml"].status == "fail" and "now refuses" in cubic["dml"].reason
     assert cubic["onednn"].status == "skip" and cubic["onednn"].reason.startswith("documented as unsupported")
+
+
+def test_a_kernel_case_refusal_is_listed_or_fails(monkeypatch):
+    """Issue 21: the converters' refusals of kernel cases live in kernel_refusals.json; an unlisted refusal
+    fails, a listed case that now converts fails, a listed refusal is a documented skip."""
+    from conformance import cases, suite
+    from conformance.backends.builtin import OnnxruntimeBackend
+    by_name = {c.name: c for c in cases.kernel_cases() if c.dtype == "f32"}
+    refused = next(n for n in sorted(cases.KERNEL_REFUSED) if "onnx" in cases.KERNEL_REFUSED[n] and n in by_name)
+    stated = "cross:bilinear_x2_half_pixel"
+    checks = {c.case: c for c in cases.backend_checks(OnnxruntimeBackend(), [by_name[refused], by_name[stated]])}
+    listed = suite.run_check(checks[refused])
+    assert listed.status == "skip" and listed.reason.startswith("documented as unsupported (kernel_refusals.json)")
+    monkeypatch.setitem(cases.KERNEL_REFUSED, refused, {})
+    unlisted = suite.run_check(checks[refused])
+    assert unlisted.status == "fail" and "not in kernel_refusals.json" in unlisted.reason
+    monkeypatch.setitem(cases.KERNEL_REFUSED, stated, {"onnx": "a wrong entry"})
+    converts = suite.run_check(checks[stated])
+    assert converts.status == "fail" and "remove the entry" in converts.reason
+
+
+def test_the_refusal_table_is_todays_behaviour():
+    """kernel_refusals.json is what the converters refuse today (regenerate it with cases.refusal_table())."""
+    from conformance import cases
+    def keys(table):        # the reasons' wording may name the installed runtime's semantics
+        return {(case, convention) for case, by in table.items() for convention in by}
+    assert keys(cases.refusal_table()) == keys(cases.KERNEL_REFUSED)
 
 
 def test_an_f32_unimplemented_from_onednn_fails_unless_listed():
