@@ -22,10 +22,14 @@ from dml_desc.reference import as_dtype, resize_grad
 from .backends import to_description
 from .catalog import CROSS_CASES, DOC_EXAMPLE, REFERENCE_DIR, Check, Skip, benchdnn_problems
 from .judges import benchdnn, benchdnn_fill, within
+from .resize_oracle import ORACLE, forward_transposed
 
 # Tolerance on the gradient for each dtype, relative to max(1, max |expected|) (the README states these).
 TOL = {"f64": 1e-12, "f32": 1e-5, "f16": 4e-3, "bf16": 3e-2}
 REFERENCE = "numpy-reference"           # the oracle name of dml_desc.reference.resize_grad in float64
+# The reference judging an ONNX backend (the lowering) where onnxruntime's forward gives no oracle (f64: it has
+# no float64 Resize; a forward it refuses): it shares dml_desc.weights' taps with the lowering, and says so.
+SHARED_TAPS = "numpy-reference (shared taps)"
 
 # The kernel cases each built-in backend's converter refuses: {case: {convention: the converter's reason}},
 # generated once from the converters' behaviour (refusal_table(), every case including --full's) and checked in.
@@ -175,7 +179,8 @@ def backend_checks(backend, cases, semantics=None) -> list:
     if getattr(backend, "oracle", None) == REFERENCE:
         cases = [c for c in cases if c.oracle != REFERENCE]
     return [Check(c.name, backend.convention, backend.name, c.dtype,
-                  lambda c=c: run_case(backend, c, semantics), getattr(c, "full_only", False), c.oracle,
+                  lambda c=c: run_case(backend, c, semantics), getattr(c, "full_only", False),
+                  ORACLE if c.oracle == REFERENCE and backend.convention == "onnx" else c.oracle,
                   lambda c=c: description_of(c, backend.convention, semantics))
             for c in cases if c.dtype in backend.dtypes]
 
@@ -189,9 +194,23 @@ def run_case(backend, case, semantics=None) -> tuple:
     description = checked_description(case, backend.convention, semantics)
     dy = as_dtype(case.dy, case.dtype)
     got = backend.run(description, dy, case.dtype)
+    expected, oracle = expected_of(case, backend.convention, description)
     judge = getattr(case, "judge", None)
-    judge = judge(case.expected) if judge else usual_judge(case.dtype, case.expected)
-    return np.asarray(got, np.float64), case.expected, judge
+    judge = judge(expected) if judge else usual_judge(case.dtype, expected)
+    return np.asarray(got, np.float64), expected, judge, oracle
+
+
+def expected_of(case, convention: str, description) -> tuple:
+    """(expected dX, oracle): a reference case on an ONNX backend is judged by onnxruntime's forward Resize of
+    its description transposed (f32, f16), else by the reference under SHARED_TAPS; other cases by their own."""
+    oracle = getattr(case, "oracle", REFERENCE)
+    if oracle != REFERENCE or convention != "onnx":
+        return case.expected, oracle
+    if case.dtype in ("f32", "f16"):
+        expected = forward_transposed(description, case.dy)
+        if expected is not None:
+            return expected, ORACLE
+    return case.expected, SHARED_TAPS
 
 
 def checked_description(case, convention: str, semantics=None):

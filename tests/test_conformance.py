@@ -34,6 +34,12 @@ def test_conformance_suite_passes(tmp_path):
     by_oracle = report["summary"]["passes_by_oracle"]
     assert sum(by_oracle.values()) == sum(r["status"] == "pass" for r in results)
     assert {"onnxruntime-Resize-transposed", "onnx-expected-output", "DirectML documentation"} <= set(by_oracle)
+    # the lowered model is judged by onnxruntime's own forward transposed; the reference (which shares its taps)
+    # only in f64, where onnxruntime has no Resize, and under a name that says so
+    lowered = [r for r in results if r["backend"] == "onnxruntime:CPUExecutionProvider" and r["status"] == "pass"]
+    assert {r["oracle"] for r in lowered if r["dtype"] != "f64"} == {"onnxruntime-Resize-transposed"}
+    assert {r["oracle"] for r in lowered if r["dtype"] == "f64"} == {"numpy-reference (shared taps)"}
+    assert "numpy-reference" not in by_oracle
     # skips mean "not installed" or "documented as unsupported": every reason starts with one of these (issue 21:
     # a prefix, not a word anywhere in the reason, so a crash that mentions "onnxruntime " is no skip)
     allowed = ("torch is not installed", "onnxruntime is not installed", "onnxruntime (the oracle's forward) is not "
@@ -99,6 +105,33 @@ def test_a_kernel_case_refusal_is_listed_or_fails(monkeypatch):
     monkeypatch.setitem(cases.KERNEL_REFUSED, stated, {"onnx": "a wrong entry"})
     converts = suite.run_check(checks[stated])
     assert converts.status == "fail" and "remove the entry" in converts.reason
+
+
+def test_onnxruntime_forward_transposed_is_an_oracle_that_can_fail():
+    """Issue 21: the ONNX backends' kernel cases are judged by onnxruntime's forward Resize transposed, built one
+    axis at a time; it equals the full J from every basis input, and a wrong gradient fails against it."""
+    import numpy as np
+    from conformance import cases, suite
+    from conformance.backends import to_description
+    from conformance.backends.builtin import OnnxruntimeBackend
+    from conformance.resize_oracle import ORACLE, forward_transposed
+    from dml_desc.conventions.onnx import OnnxResize
+    from onnx_ops import build_resize, run_model
+    case = next(c for c in cases.kernel_cases() if c.name == "cross:bicubic_x2_half_pixel")
+    description = to_description(case.res, "onnx")
+    got = forward_transposed(description, case.dy)
+    p, q = int(np.prod(case.res.in_shape[1:])), int(np.prod(case.res.out_shape[1:]))
+    r = OnnxResize.from_json(dict(description, op_type="Resize", input_shape=[p] + description["input_shape"][1:]))
+    eye = np.eye(p, dtype=np.float32).reshape([p] + r.input_shape[1:])      # every basis input, along N
+    a = run_model(build_resize(r), {"X": eye})[0].reshape(p, q).T.astype(np.float64)       # the full J
+    full = np.stack([a.T @ case.dy[n].ravel() for n in range(2)]).reshape(case.res.in_shape)
+    np.testing.assert_allclose(got, full, rtol=0, atol=1e-9)
+    assert cases.expected_of(case, "onnx", description)[1] == ORACLE
+    wrong = OnnxruntimeBackend()
+    wrong.run = lambda d, dy, dtype: cases.resize_grad(np.asarray(dy, np.float64), case.res) * (1 + 1e-4)
+    check = cases.backend_checks(wrong, [case])[0]
+    record = suite.run_check(check)
+    assert record.status == "fail" and record.oracle == ORACLE
 
 
 def test_the_refusal_table_is_todays_behaviour():
