@@ -180,7 +180,7 @@ def backend_checks(backend, cases, semantics=None) -> list:
         cases = [c for c in cases if c.oracle != REFERENCE]
     return [Check(c.name, backend.convention, backend.name, c.dtype,
                   lambda c=c: run_case(backend, c, semantics), getattr(c, "full_only", False),
-                  ORACLE if c.oracle == REFERENCE and backend.convention == "onnx" else c.oracle,
+                  ORACLE if c.oracle == REFERENCE and is_onnxruntime(backend) else c.oracle,
                   lambda c=c: description_of(c, backend.convention, semantics))
             for c in cases if c.dtype in backend.dtypes]
 
@@ -194,17 +194,23 @@ def run_case(backend, case, semantics=None) -> tuple:
     description = checked_description(case, backend.convention, semantics)
     dy = as_dtype(case.dy, case.dtype)
     got = backend.run(description, dy, case.dtype)
-    expected, oracle = expected_of(case, backend.convention, description)
+    expected, oracle = expected_of(case, is_onnxruntime(backend), description)
     judge = getattr(case, "judge", None)
     judge = judge(expected) if judge else usual_judge(case.dtype, expected)
     return np.asarray(got, np.float64), expected, judge, oracle
 
 
-def expected_of(case, convention: str, description) -> tuple:
-    """(expected dX, oracle): a reference case on an ONNX backend is judged by onnxruntime's forward Resize of
-    its description transposed (f32, f16), else by the reference under SHARED_TAPS; other cases by their own."""
+def is_onnxruntime(backend) -> bool:
+    """Whether `backend` is onnxruntime (lowered or native, any provider): what the forward oracle judges."""
+    return backend.convention == "onnx" and backend.name.startswith("onnxruntime")
+
+
+def expected_of(case, on_onnxruntime: bool, description) -> tuple:
+    """(expected dX, oracle): a reference case on onnxruntime is judged by onnxruntime's forward Resize of its
+    ONNX description transposed (f32, f16), else by the reference under SHARED_TAPS (the lowering shares its
+    taps); plug-ins and other backends by the case's own oracle."""
     oracle = getattr(case, "oracle", REFERENCE)
-    if oracle != REFERENCE or convention != "onnx":
+    if oracle != REFERENCE or not on_onnxruntime:
         return case.expected, oracle
     if case.dtype in ("f32", "f16"):
         expected = forward_transposed(description, case.dy)
