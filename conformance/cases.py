@@ -22,10 +22,21 @@ from dml_desc.reference import as_dtype, resize_grad
 from .backends import to_description
 from .catalog import CROSS_CASES, DOC_EXAMPLE, REFERENCE_DIR, Check, Skip, benchdnn_problems
 from .judges import benchdnn, benchdnn_fill, within
+from .resize_oracle import ORACLE, forward_transposed
 
 # Tolerance on the gradient for each dtype, relative to max(1, max |expected|) (the README states these).
 TOL = {"f64": 1e-12, "f32": 1e-5, "f16": 4e-3, "bf16": 3e-2}
 REFERENCE = "numpy-reference"           # the oracle name of dml_desc.reference.resize_grad in float64
+# The reference judging an ONNX backend (the lowering) where onnxruntime's forward gives no oracle (f64: it has
+# no float64 Resize; a forward it refuses): it shares dml_desc.weights' taps with the lowering, and says so.
+SHARED_TAPS = "numpy-reference (shared taps)"
+
+# The kernel cases each built-in backend's converter refuses: {case: {convention: the converter's reason}},
+# generated once from the converters' behaviour (refusal_table(), every case including --full's) and checked in.
+# An unlisted refusal fails, and so does a listed case that now converts: update the file on purpose.
+REFUSALS_FILE = REFERENCE_DIR / "kernel_refusals.json"
+TABLE_CONVENTIONS = ("onednn", "onnx", "torch")     # the conventions of the built-in backends
+KERNEL_REFUSED: dict = json.loads(REFUSALS_FILE.read_text())
 
 
 @dataclass
@@ -168,7 +179,8 @@ def backend_checks(backend, cases, semantics=None) -> list:
     if getattr(backend, "oracle", None) == REFERENCE:
         cases = [c for c in cases if c.oracle != REFERENCE]
     return [Check(c.name, backend.convention, backend.name, c.dtype,
-                  lambda c=c: run_case(backend, c, semantics), getattr(c, "full_only", False), c.oracle,
+                  lambda c=c: run_case(backend, c, semantics), getattr(c, "full_only", False),
+                  ORACLE if c.oracle == REFERENCE and is_onnxruntime(backend) else c.oracle,
                   lambda c=c: description_of(c, backend.convention, semantics))
             for c in cases if c.dtype in backend.dtypes]
 
@@ -179,15 +191,65 @@ def run_case(backend, case, semantics=None) -> tuple:
     reason = backend.available()
     if reason:
         raise Skip(reason)
-    try:
-        description = to_description(case.res, backend.convention, semantics)
-    except ConversionError as e:
-        raise Skip(f"{backend.convention} cannot state this map exactly (the converter refuses): {e}") from None
+    description = checked_description(case, backend.convention, semantics)
     dy = as_dtype(case.dy, case.dtype)
     got = backend.run(description, dy, case.dtype)
+    expected, oracle = expected_of(case, is_onnxruntime(backend), description)
     judge = getattr(case, "judge", None)
-    judge = judge(case.expected) if judge else usual_judge(case.dtype, case.expected)
-    return np.asarray(got, np.float64), case.expected, judge
+    judge = judge(expected) if judge else usual_judge(case.dtype, expected)
+    return np.asarray(got, np.float64), expected, judge, oracle
+
+
+def is_onnxruntime(backend) -> bool:
+    """Whether `backend` is onnxruntime (lowered or native, any provider): what the forward oracle judges."""
+    return backend.convention == "onnx" and backend.name.startswith("onnxruntime")
+
+
+def expected_of(case, on_onnxruntime: bool, description) -> tuple:
+    """(expected dX, oracle): a reference case on onnxruntime is judged by onnxruntime's forward Resize of its
+    ONNX description transposed (f32, f16), else by the reference under SHARED_TAPS (the lowering shares its
+    taps); plug-ins and other backends by the case's own oracle."""
+    oracle = getattr(case, "oracle", REFERENCE)
+    if oracle != REFERENCE or not on_onnxruntime:
+        return case.expected, oracle
+    if case.dtype in ("f32", "f16"):
+        expected = forward_transposed(description, case.dy)
+        if expected is not None:
+            return expected, ORACLE
+    return case.expected, SHARED_TAPS
+
+
+def checked_description(case, convention: str, semantics=None):
+    """The case in `convention`, or Skip where KERNEL_REFUSED lists the converter's refusal; a refusal the table
+    does not list, or a listed case that converts, fails (AssertionError)."""
+    listed = KERNEL_REFUSED.get(case.name, {}).get(convention) if convention in TABLE_CONVENTIONS else None
+    try:
+        description = to_description(case.res, convention, semantics)
+    except ConversionError as e:
+        if convention not in TABLE_CONVENTIONS:        # a plug-in's own convention: no table
+            raise Skip(f"{convention} cannot state this map exactly (the converter refuses): {e}") from None
+        if listed:
+            raise Skip(f"documented as unsupported (kernel_refusals.json): {convention} cannot state this map "
+                       f"exactly: {e}") from None
+        raise AssertionError(f"the {convention} converter now refuses {case.name}, which is not in "
+                             f"{REFUSALS_FILE.name}: {e}") from None
+    if listed:
+        raise AssertionError(f"the {convention} converter now states {case.name}, which {REFUSALS_FILE.name} "
+                             f"lists as refused ({listed}): remove the entry")
+    return description
+
+
+def refusal_table(cases=None, semantics=None) -> dict:
+    """{case: {convention: reason}} of today's converters over `cases` (default: every kernel case, --full's
+    too), in TABLE_CONVENTIONS: what kernel_refusals.json holds."""
+    out: dict = {}
+    for case in kernel_cases(True, semantics) if cases is None else cases:
+        for convention in TABLE_CONVENTIONS:
+            try:
+                to_description(case.res, convention, semantics)
+            except ConversionError as e:
+                out.setdefault(case.name, {})[convention] = str(e).splitlines()[0][:160]
+    return out
 
 
 def description_of(case, convention: str, semantics=None):

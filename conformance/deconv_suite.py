@@ -13,8 +13,9 @@ from onnx_ops.bridge import build_bridge_model
 from onnx_ops.conv import build_conv_data_grad
 from onnx_ops.run import run_model
 
-from .cases import REFERENCE, TOL     # the suite's per-dtype tolerance, scaled below by the accumulation length
+from .cases import SHARED_TAPS, TOL     # the suite's per-dtype tolerance, scaled below by the accumulation length
 from .catalog import REFERENCE_DIR, Check, Skip
+from .resize_oracle import ORACLE, forward_transposed
 from .conv_reference import conv_data_grad
 from .judges import representable
 from .reference import resize_grad
@@ -122,11 +123,18 @@ def bridge_checks() -> list:
         r = OnnxResize(shape, {"mode": mode}, scales=[1.0, 1.0] + [float(f)] * (len(shape) - 2))
         res = to_canonical(r, installed_semantics())        # compared with onnxruntime's ResizeGrad
         dy = np.random.default_rng(f).standard_normal(res.out_shape)
-        want = resize_grad(dy, res)
         checks.append(Check(f"bridge:{mode}_x{f}_{len(shape)}d", "onnx", "ort-cpu-deconv", "f32",
-                            lambda s=res, g=dy, w=want: (_run_bridge(s, g), w, 2e-6 * max(1, np.abs(w).max())),
-                            oracle=REFERENCE))
+                            lambda q=r, s=res, g=dy: _judged_bridge(q, s, g), oracle=ORACLE))
     return checks
+
+
+def _judged_bridge(r, res, dy) -> tuple:
+    """(bridge dX, onnxruntime's forward Resize transposed, tolerance, oracle); the reference where onnxruntime
+    has no forward for it (SHARED_TAPS: the bridge's taps are dml_desc.weights' too)."""
+    want, oracle = forward_transposed(r.to_json(), dy), ORACLE
+    if want is None:
+        want, oracle = resize_grad(dy, res), SHARED_TAPS
+    return _run_bridge(res, dy), want, 2e-6 * max(1, np.abs(want).max()), oracle
 
 
 def _run_bridge(res, dy):

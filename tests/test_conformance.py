@@ -34,6 +34,12 @@ def test_conformance_suite_passes(tmp_path):
     by_oracle = report["summary"]["passes_by_oracle"]
     assert sum(by_oracle.values()) == sum(r["status"] == "pass" for r in results)
     assert {"onnxruntime-Resize-transposed", "onnx-expected-output", "DirectML documentation"} <= set(by_oracle)
+    # the lowered model is judged by onnxruntime's own forward transposed; the reference (which shares its taps)
+    # only in f64, where onnxruntime has no Resize, and under a name that says so
+    lowered = [r for r in results if r["backend"] == "onnxruntime:CPUExecutionProvider" and r["status"] == "pass"]
+    assert {r["oracle"] for r in lowered if r["dtype"] != "f64"} == {"onnxruntime-Resize-transposed",
+                                                                      "DirectML documentation"}
+    assert {r["oracle"] for r in lowered if r["dtype"] == "f64"} == {"numpy-reference (shared taps)"}
     # skips mean "not installed" or "documented as unsupported": every reason starts with one of these (issue 21:
     # a prefix, not a word anywhere in the reason, so a crash that mentions "onnxruntime " is no skip)
     allowed = ("torch is not installed", "onnxruntime is not installed", "onnxruntime (the oracle's forward) is not "
@@ -41,14 +47,15 @@ def test_conformance_suite_passes(tmp_path):
                "onnxruntime's CUDA ResizeGrad kernel does not compute", "this onnxruntime has no ",
                "oneDNN (libdnnl.so.3) is not installed", "oneDNN 3.2 has no f16", "oneDNN 3.2 has no bf16",
                "oneDNN has no f16", "oneDNN has no bf16", "an f16 ConvTransposeBackwardData",
-               "documented as unsupported", "onnx cannot state", "torch cannot state", "onnx's expected output",
+               "documented as unsupported", "onnx's expected output",
                "oracles disagree", "the basis probe", "this onnxruntime CPU build has no float16 Conv",
                "ResizeGrad takes")
     odd = {r["reason"][:120] for r in results if r["status"] == "skip" and not r["reason"].startswith(allowed)}
     assert not odd, odd
     # the whole kernel catalog ran on onnxruntime: each f32 case passed or the converter refused it
     ort = [r for r in results if r["backend"] == "onnxruntime:CPUExecutionProvider"]
-    assert len(ort) > 300 and all(r["status"] == "pass" or "cannot state" in r["reason"] for r in ort)
+    assert len(ort) > 300 and all(r["status"] == "pass" or r["reason"].startswith(
+        "documented as unsupported (kernel_refusals.json): onnx cannot state") for r in ort)
 
 
 def test_conformance_list_and_filter():
@@ -79,6 +86,60 @@ def test_a_converter_that_changes_its_answer_fails(monkeypatch):
              if c.case == "cross:bicubic_x2_half_pixel"}
     assert cubic["dml"].status == "fail" and "now refuses" in cubic["dml"].reason
     assert cubic["onednn"].status == "skip" and cubic["onednn"].reason.startswith("documented as unsupported")
+
+
+def test_a_kernel_case_refusal_is_listed_or_fails(monkeypatch):
+    """Issue 21: the converters' refusals of kernel cases live in kernel_refusals.json; an unlisted refusal
+    fails, a listed case that now converts fails, a listed refusal is a documented skip."""
+    from conformance import cases, suite
+    from conformance.backends.builtin import OnnxruntimeBackend
+    by_name = {c.name: c for c in cases.kernel_cases() if c.dtype == "f32"}
+    refused = next(n for n in sorted(cases.KERNEL_REFUSED) if "onnx" in cases.KERNEL_REFUSED[n] and n in by_name)
+    stated = "cross:bilinear_x2_half_pixel"
+    checks = {c.case: c for c in cases.backend_checks(OnnxruntimeBackend(), [by_name[refused], by_name[stated]])}
+    listed = suite.run_check(checks[refused])
+    assert listed.status == "skip" and listed.reason.startswith("documented as unsupported (kernel_refusals.json)")
+    monkeypatch.setitem(cases.KERNEL_REFUSED, refused, {})
+    unlisted = suite.run_check(checks[refused])
+    assert unlisted.status == "fail" and "not in kernel_refusals.json" in unlisted.reason
+    monkeypatch.setitem(cases.KERNEL_REFUSED, stated, {"onnx": "a wrong entry"})
+    converts = suite.run_check(checks[stated])
+    assert converts.status == "fail" and "remove the entry" in converts.reason
+
+
+def test_onnxruntime_forward_transposed_is_an_oracle_that_can_fail():
+    """Issue 21: the ONNX backends' kernel cases are judged by onnxruntime's forward Resize transposed, built one
+    axis at a time; it equals the full J from every basis input, and a wrong gradient fails against it."""
+    import numpy as np
+    from conformance import cases, suite
+    from conformance.backends import to_description
+    from conformance.backends.builtin import OnnxruntimeBackend
+    from conformance.resize_oracle import ORACLE, forward_transposed
+    from dml_desc.conventions.onnx import OnnxResize
+    from onnx_ops import build_resize, run_model
+    case = next(c for c in cases.kernel_cases() if c.name == "cross:bicubic_x2_half_pixel")
+    description = to_description(case.res, "onnx")
+    got = forward_transposed(description, case.dy)
+    p, q = int(np.prod(case.res.in_shape[1:])), int(np.prod(case.res.out_shape[1:]))
+    r = OnnxResize.from_json(dict(description, op_type="Resize", input_shape=[p] + description["input_shape"][1:]))
+    eye = np.eye(p, dtype=np.float32).reshape([p] + r.input_shape[1:])      # every basis input, along N
+    a = run_model(build_resize(r), {"X": eye})[0].reshape(p, q).T.astype(np.float64)       # the full J
+    full = np.stack([a.T @ case.dy[n].ravel() for n in range(2)]).reshape(case.res.in_shape)
+    np.testing.assert_allclose(got, full, rtol=0, atol=1e-9)
+    assert cases.expected_of(case, True, description)[1] == ORACLE
+    wrong = OnnxruntimeBackend()
+    wrong.run = lambda d, dy, dtype: cases.resize_grad(np.asarray(dy, np.float64), case.res) * (1 + 1e-4)
+    check = cases.backend_checks(wrong, [case])[0]
+    record = suite.run_check(check)
+    assert record.status == "fail" and record.oracle == ORACLE
+
+
+def test_the_refusal_table_is_todays_behaviour():
+    """kernel_refusals.json is what the converters refuse today (regenerate it with cases.refusal_table())."""
+    from conformance import cases
+    def keys(table):        # the reasons' wording may name the installed runtime's semantics
+        return {(case, convention) for case, by in table.items() for convention in by}
+    assert keys(cases.refusal_table()) == keys(cases.KERNEL_REFUSED)
 
 
 def test_an_f32_unimplemented_from_onednn_fails_unless_listed():
