@@ -106,9 +106,10 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
     given (a static node's signature holds its map under them; `dml-desc calibrate` passes the installed one's)."""
     path = path or default_cache()
     found = {}
-    for node, info in _resize_grad_nodes(model, semantics):
+    model_info = _graph_info(model, semantics)          # shape inference once, for every node
+    for node, info in _resize_grad_nodes(model, model_info):
         measured = (_static_node(model, info, node, stand_in, semantics)
-                    or _generic_node(model, node, stand_in, semantics))
+                    or _generic_node(model, model_info, node, stand_in, semantics))
         if measured and measured[0] not in found and len(measured[1]) > 1:
             found[measured[0]] = measured[1:]
     results = []
@@ -120,11 +121,14 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
     return results
 
 
-def _generic_node(model, node, stand_in: tuple, semantics: str):
-    """(signature, candidate kinds, one-node model, feeds) of a shape-generic node, or None."""
+def _generic_node(model, model_info, node, stand_in: tuple, semantics: str):
+    """(signature, candidate kinds, one-node model, feeds) of a shape-generic node, or None. `model_info`: the
+    model's graph info (None where lower() could not read the model)."""
     from .lower import lower
+    if model_info is None:
+        return None
     try:
-        single, feeds = _one_node_model(model, node, stand_in, semantics)
+        single, feeds = _one_node_model(model, model_info, node, stand_in)
     except DescError:
         return None                        # no constant scales, rank or type here: the rule's general path
     rewrite = lower(single, semantics=semantics).rewrites[0]
@@ -181,24 +185,29 @@ def _static_model(model, node, info, res, elem: int, stand_in: tuple) -> tuple:
         inputs.append(name if values is not None else "")
         if values is not None:
             inits.append(onnx.numpy_helper.from_array(info.consts[name], name))
-    copy = helper.make_node("ResizeGrad", inputs, ["dX"], domain="com.microsoft", name=node.name or "ResizeGrad")
-    copy.attribute.extend(node.attribute)
-    graph = helper.make_graph([copy], "calibration", [helper.make_tensor_value_info("dY", elem, dims[0]),
-                                                      helper.make_tensor_value_info("X", elem, dims[1])],
-                              [helper.make_tensor_value_info("dX", elem, dims[1])], inits)
-    single = helper.make_model(graph, ir_version=model.ir_version, opset_imports=list(model.opset_import))
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
     dy_shape, x_shape = ([stand_in[min(a, 2)] if isinstance(d, str) else d for a, d in enumerate(shape)]
                          for shape in dims)
+    return _single_model(model, node, inputs, dims[0], dims[1], elem, inits, dy_shape, x_shape)
+
+
+def _single_model(model, node, inputs: list, dy_dims: list, x_dims: list, elem: int, inits: list,
+                  dy_shape: list, x_shape: list) -> tuple:
+    """(model holding only a copy of `node` reading `inputs`, feeds of dY's and X's stand-in shapes)."""
+    copy = helper.make_node("ResizeGrad", inputs, ["dX"], domain="com.microsoft", name=node.name or "ResizeGrad")
+    copy.attribute.extend(node.attribute)
+    graph = helper.make_graph([copy], "calibration", [helper.make_tensor_value_info("dY", elem, dy_dims),
+                                                      helper.make_tensor_value_info("X", elem, x_dims)],
+                              [helper.make_tensor_value_info("dX", elem, x_dims)], inits)
+    single = helper.make_model(graph, ir_version=model.ir_version, opset_imports=list(model.opset_import))
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
     return single, {"dY": np.random.default_rng(0).standard_normal(dy_shape).astype(dtype),
                     "X": np.zeros(x_shape, dtype)}
 
 
-def _resize_grad_nodes(model, semantics: str) -> list:
-    """(node, graph info) of every ResizeGrad: in the graphs (read once), and in functions (info None: a function
-    body has no static shapes)."""
+def _resize_grad_nodes(model, info) -> list:
+    """(node, graph info) of every ResizeGrad: in the graphs (`info`, read once), and in functions (info None: a
+    function body has no static shapes)."""
     from .graph_walk import graphs, is_resize_grad
-    info = _graph_info(model, semantics)
     nodes = [(n, info) for g in graphs(model.graph) for n in g.node if is_resize_grad(n)]
     return nodes + [(n, None) for f in model.functions for n in f.node if is_resize_grad(n)]
 
@@ -218,11 +227,9 @@ def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int, se
     return round(best * 1e3, 4)
 
 
-def _one_node_model(model, node, stand_in: tuple, semantics: str):
+def _one_node_model(model, info, node, stand_in: tuple):
     """A model holding only `node` (dY, X as inputs with the original dims, scales as a constant) and feeds of
-    stand-in shapes."""
-    from .planning import graph_info
-    info = graph_info(model, semantics)
+    stand-in shapes; `info`: the model's graph info."""
     x_dims, dy_dims = info.dims(node.input[1]), info.dims(node.input[0])
     elem = info.elem_type(node)
     scales = info.const(node, 3)[0]
@@ -235,18 +242,8 @@ def _one_node_model(model, node, stand_in: tuple, semantics: str):
     for a, s in zip(axes, scales):
         out[a] = int(np.floor(shape[a] * np.float32(s)))
     sym = lambda dims, tag: [d if isinstance(d, int) else f"{tag}{a}" for a, d in enumerate(dims)]  # noqa: E731
-    copy = helper.make_node("ResizeGrad", ["dY", "X", "", "scales"], ["dX"], domain="com.microsoft",
-                            name=node.name or "ResizeGrad")
-    copy.attribute.extend(node.attribute)
-    graph = helper.make_graph([copy], "calibration",
-                              [helper.make_tensor_value_info("dY", elem, sym(dy_dims or x_dims, "dy")),
-                               helper.make_tensor_value_info("X", elem, sym(x_dims, "x"))],
-                              [helper.make_tensor_value_info("dX", elem, sym(x_dims, "x"))],
-                              [onnx.numpy_helper.from_array(np.asarray(scales, np.float32), "scales")])
-    single = helper.make_model(graph, ir_version=model.ir_version, opset_imports=list(model.opset_import))
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
-    feeds = {"dY": np.random.default_rng(0).standard_normal(out).astype(dtype), "X": np.zeros(shape, dtype)}
-    return single, feeds
+    return _single_model(model, node, ["dY", "X", "", "scales"], sym(dy_dims or x_dims, "dy"), sym(x_dims, "x"),
+                         elem, [onnx.numpy_helper.from_array(np.asarray(scales, np.float32), "scales")], out, shape)
 
 
 def _merge(path: str, results: list) -> None:
