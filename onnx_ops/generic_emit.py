@@ -1,7 +1,6 @@
 """Emission of the shape-generic forms (onnx_ops.generic_forms): one graph for every length, per spelling
-("resize", "pool", "conv", "sepconv", "kronpairs", "block"), then a check of dY's shape; and their edges: dY padded
-(zeros, edge, mirrored), run-time dims read from a Shape, the fold of virtual rows beyond an edge onto the edge
-rows."""
+("resize", "pool", "conv", "sepconv", "kronpairs", "block"), then a check of dY's shape. The convs and their
+edges (edge scaling, mirrors, folds) are onnx_ops.forms.filter_conv's, shared with the static lowering."""
 from __future__ import annotations
 
 import math
@@ -12,6 +11,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from .forms import POOL_WINDOW, Emitter, cast_wrapped
+from .forms.filter_conv import dims, emit_filter_conv
 from .forms.kron_pairs import COLUMNS
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def _emit_block(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     sx = em.node("Shape", [x], "xshape")
     parts, sum_axes = [], []
     for a in range(form.rank):
-        parts.append(_dims(em, sx, a, a + 1))
+        parts.append(dims(em, sx, a, a + 1))
         if a in form.axes:
             parts.append(em.const([form.axes[a].factor], "factor", np.int64))
             sum_axes.append(len(parts) - 1)
@@ -57,7 +57,7 @@ def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """dY viewed as [-1, 1, pooled dims], AveragePool with windows of 2, times the block size, X's shape."""
     lead = form.rank - len(form.axes)
     viewed_shape = em.node("Concat", [em.const([-1, 1], "lead", np.int64),
-                                      _dims(em, em.node("Shape", [dy], "dyshape"), lead, form.rank)], "pool_shape",
+                                      dims(em, em.node("Shape", [dy], "dyshape"), lead, form.rank)], "pool_shape",
                            axis=0)
     viewed = em.node("Reshape", [dy, viewed_shape], "viewed")
     window = [POOL_WINDOW] * len(form.axes)
@@ -129,9 +129,9 @@ def _pooled_pairs(em: Emitter, src: str, dy: str, form: GenericForm, checked: st
         view = em.node("Mul", [checked, em.const(factors, "factors", np.int64)], "pool_shape")
         viewed = em.node("Reshape", [src, view], "viewed")
         return em.node("AveragePool", [viewed], "pairs", kernel_shape=window, strides=window)
-    view = em.node("Concat", [em.const([-1, 1], "lead", np.int64), _dims(em, em.node("Shape", [dy], "dyshape"),
+    view = em.node("Concat", [em.const([-1, 1], "lead", np.int64), dims(em, em.node("Shape", [dy], "dyshape"),
                                                                          lead, last),
-                              _dims(em, em.node("Shape", [checked], "xshape"), last, rank)], "pool_shape", axis=0)
+                              dims(em, em.node("Shape", [checked], "xshape"), last, rank)], "pool_shape", axis=0)
     pooled = em.node("AveragePool", [em.node("Reshape", [src, view], "viewed")], "pairs", kernel_shape=window,
                      strides=window)
     return em.node("Reshape", [pooled, checked], "checked")
@@ -141,7 +141,7 @@ def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int, shape: str | 
     """src's blocks of f consecutive entries along `axis` summed (the axes after it already at X's dims, the
     Shape `sx`): viewed as [-1, f, X's dims after axis], Split into f, the parts added in order; the parts
     viewed at `shape` first where given (so the Add writes that shape)."""
-    view = em.node("Concat", [em.const([-1, f], "lead", np.int64), _dims(em, sx, axis + 1, np.iinfo(np.int64).max)],
+    view = em.node("Concat", [em.const([-1, f], "lead", np.int64), dims(em, sx, axis + 1, np.iinfo(np.int64).max)],
                    "block_shape", axis=0)
     parts = [em.name("part") for _ in range(f)]
     counted = {"num_outputs": f} if em.opset >= 18 else {}
@@ -155,151 +155,37 @@ def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int, shape: str | 
 
 
 def _emit_conv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
-    """Padding (one Pad per mode; symmetric pads wider than 1 as reversed Slices + Concat) and one depthwise Conv
-    with the outer-product kernel, stride f per resized axis. With C symbolic the spatial axes are viewed as one
-    channel ([-1, 1, spatial]) and viewed back."""
-    kernel, strides = _outer_kernel(form)
-    return _convolved(em, _padded(em, dy, form), dy, x, form, [(kernel, strides, [])])
+    """One depthwise Conv with the outer-product kernel, stride f per resized axis (onnx_ops.forms.filter_conv).
+    With C symbolic the spatial axes are viewed as one channel ([-1, 1, spatial]) and viewed back."""
+    return emit_filter_conv(em, dy, x, form.filter_conv("conv"))
 
 
 def _emit_sepconv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """One depthwise Conv per resized axis (its 1-D kernel, stride f), the first axis first (measured faster than
     the last first), then the folds on the smallest tensor: K multiply-adds per output and axis instead of the
-    outer product's K^d. Edge pads (1) are one Pad first; zero pads are each Conv's own `pads`, no copy of dY."""
-    rank, spatial = form.rank, range(2, form.rank)
-    convs = []
-    form = replace(form, axes=form.separable_axes)
-    for a in sorted(form.axes):
-        f = form.axes[a]
-        pads = [0] * (2 * (rank - 2))
-        if not f.symmetric:
-            pads[a - 2], pads[rank - 2 + a - 2] = f.pad_begin + f.factor * f.fold, f.pad_end + f.factor * f.fold
-        kernel = np.asarray(f.kernel).reshape([len(f.kernel) if b == a else 1 for b in spatial])
-        convs.append((kernel, [f.factor if b == a else 1 for b in spatial], pads))
-    mirrored = replace(form, axes={a: f for a, f in form.axes.items() if f.symmetric})
-    return _convolved(em, _padded(em, dy, mirrored), dy, x, form, convs)
+    outer product's K^d."""
+    return emit_filter_conv(em, dy, x, form.filter_conv("sepconv"))
 
 
-def _outer_kernel(form: GenericForm) -> tuple:
-    """(the outer product of the axes' kernels over the spatial axes, the strides)."""
-    kernel, strides = np.ones(()), []
-    for a in range(2, form.rank):
-        f = form.axes.get(a)
-        kernel = np.multiply.outer(kernel, np.asarray(f.kernel) if f else np.ones(1))
-        strides.append(f.factor if f else 1)
-    return kernel, strides
-
-
-def _convolved(em: Emitter, src: str, dy: str, x: str, form: GenericForm, convs: list) -> str:
-    """The Convs (kernel, strides, pads) in turn on src, depthwise (C static) or on one channel; the folds."""
-    rank, channels = form.rank, form.channels
-    groups = channels if isinstance(channels, int) else 1
-    if groups == 1 and channels != 1:         # C symbolic: one channel, N*C as the batch
-        view = em.node("Concat", [em.const([-1, 1], "lead", np.int64),
-                                  _dims(em, em.node("Shape", [src], "padshape"), 2, rank)], "one_channel", axis=0)
-        src = em.node("Reshape", [src, view], "viewed")
-    out = src
-    for kernel, strides, pads in convs:
-        weights = np.broadcast_to(kernel, (groups, 1) + kernel.shape).astype(em.acc)
-        out = em.node("Conv", [out, em.const(weights, "generic_kernel")], "conv", kernel_shape=list(kernel.shape),
-                      strides=strides, group=groups, **({"pads": pads} if any(pads) else {}))
-    if groups == 1 and channels != 1:       # back to [N, C, conv's spatial dims] (longer than X's where folded)
-        back = em.node("Concat", [_dims(em, em.node("Shape", [dy], "dyshape"), 0, 2),
-                                  _dims(em, em.node("Shape", [out], "convshape"), 2, rank)], "unview", axis=0)
-        out = em.node("Reshape", [out, back], "unviewed")
-    for a, f in sorted(form.axes.items()):
-        if f.fold:
-            out = _fold(em, out, x, a, f.fold, rank)
-    return out
-
-
-# ---- edges ----------------------------------------------------------------------------------------------
-
-def _dims(em: Emitter, shape: str, start: int, end: int) -> str:
-    return em.node("Slice", [shape, em.const([start], "start", np.int64), em.const([end], "end", np.int64)], "dims")
-
-
-def _fold(em: Emitter, z: str, x: str, axis: int, q: int, rank: int) -> str:
-    """z (length n + 2q along `axis`: q virtual rows beyond each edge) folded to length n: the virtual rows are
-    added onto rows 0 and n - 1 (each placed by a Pad of n - 1 read from X's shape: right for every n >= 1)."""
-    big = np.iinfo(np.int64).max
-
-    def part(start, end):
-        return em.node("Slice", [z, em.const([start], "start", np.int64), em.const([end], "end", np.int64),
-                                 em.const([axis], "axis", np.int64)], "part")
-
-    def summed(start, end):
-        p = part(start, end)
-        return p if q == 1 else em.reduce_sum(p, [axis], keepdims=1)
-
-    n1 = em.node("Sub", [_dims(em, em.node("Shape", [x], "xshape"), axis, axis + 1), em.const([1], "one", np.int64)],
-                 "n_minus_1")
-
-    def placed(edge, last_row):      # edge (length 1) padded by n - 1 after it (row 0) or before it (row n - 1)
-        before, after = (axis, 2 * rank - axis - 1) if last_row else (rank + axis, rank - axis - 1)
-        pads = em.node("Concat", [em.const([0] * before, "zeros", np.int64), n1,
-                                  em.const([0] * after, "zeros", np.int64)], "fold_pads", axis=0)
-        return em.node("Pad", [edge, pads], "edge_row")
-    out = em.node("Add", [part(q, -q), placed(summed(0, q), last_row=False)], "folded")
-    return em.node("Add", [out, placed(summed(-q, big), last_row=True)], "folded")
-
-
-def _padded(em: Emitter, src: str, form: GenericForm) -> str:
-    """dY padded per AxisForm: zeros, edge (symmetric by 1) in one Pad each, wider symmetric pads mirrored."""
-    rank = form.rank
-    by_mode = {"constant": [0] * (2 * rank), "edge": [0] * (2 * rank)}
-    mirrored = []
-    for a, f in sorted(form.axes.items()):
-        if f.symmetric and max(f.pad_begin, f.pad_end) > 1:
-            mirrored.append((a, f))
-            continue
-        pads = by_mode["edge" if f.symmetric else "constant"]
-        pads[a], pads[rank + a] = f.pad_begin + f.factor * f.fold, f.pad_end + f.factor * f.fold
-    for mode, pads in by_mode.items():
-        if any(pads):
-            if em.opset >= 11:
-                src = em.node("Pad", [src, em.const(pads, "pads", np.int64)], "padded", mode=mode)
-            else:
-                src = em.node("Pad", [src], "padded", pads=pads, mode=mode)
-    for a, f in mirrored:
-        src = _mirror(em, src, a, f.pad_begin, f.pad_end)
-    return src
-
-
-def _mirror(em: Emitter, src: str, axis: int, before: int, after: int) -> str:
-    """src with its first `before` entries along `axis` mirrored in front and its last `after` behind."""
-    big = np.iinfo(np.int64).max
-    parts = [src]
-    if before:     # src[before-1], ..., src[0]
-        parts.insert(0, _reversed(em, src, axis, before - 1, -big))
-    if after:      # src[-1], ..., src[-after]
-        parts.append(_reversed(em, src, axis, -1, -after - 1))
-    return em.node("Concat", parts, "mirrored", axis=axis)
-
-
-def _reversed(em: Emitter, src: str, axis: int, start: int, end: int) -> str:
-    return em.node("Slice", [src, em.const([start], "start", np.int64), em.const([end], "end", np.int64),
-                             em.const([axis], "axis", np.int64), em.const([-1], "step", np.int64)], "mirror")
-
-
-def _shape_checked(em: Emitter, dx: str, dy: str, x: str, form: GenericForm) -> str:
-    """dX reshaped to X's shape when dY's shape is X's times the factors, else to an invalid shape: a dY of
-    another shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result."""
-    return em.node("Reshape", [dx, _checked_shape(em, dy, x, form)], "checked")
+def _dy_checked(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+    """dY reshaped to itself when its shape is X's times the factors, else to an invalid shape: a dY of another
+    shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result. Checked on
+    the way in (a view of dY) rather than on dX (a Reshape writing a graph output copies it)."""
+    factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
+    expected = em.node("Mul", [em.node("Shape", [x], "xshape"), em.const(factors, "factors", np.int64)], "expected")
+    same = em.node("Equal", [em.node("Shape", [dy], "dyshape"), expected], "same")
+    return em.node("Reshape", [dy, em.node("Where", [same, expected, em.const([-2], "refused", np.int64)],
+                                           "checked_shape")], "checked")
 
 
 def _checked_shape(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
-    """X's shape when dY's shape is X's times the factors, else every dim -2 (a shape Reshape refuses)."""
+    """X's shape where dY's shape is X's times the factors; a dim that differs reads -2 (a shape Reshape refuses;
+    0 would copy the input's dim)."""
     factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
     sx = em.node("Shape", [x], "xshape")
     expected = em.node("Mul", [sx, em.const(factors, "factors", np.int64)], "expected")
-    differs = em.node("Not", [em.node("Equal", [em.node("Shape", [dy], "dyshape"), expected], "same")], "differs")
-    bad = em.node("ReduceMax", [em.node("Cast", [differs], "flags", to=TensorProto.FLOAT)], "bad", keepdims=1)
-    ok = em.node("Cast", [em.node("Sub", [em.const([1.0], "one", np.float32), bad], "ok")], "ok",
-                 to=TensorProto.INT64)
-    # X's shape when ok, else every dim -2 (Reshape refuses it; 0 would copy the input's dim)
-    return em.node("Sub", [em.node("Mul", [em.node("Add", [sx, em.const([2], "two", np.int64)], "shifted"), ok],
-                                   "kept"), em.const([2], "two", np.int64)], "checked_shape")
+    same = em.node("Equal", [em.node("Shape", [dy], "dyshape"), expected], "same")
+    return em.node("Where", [same, sx, em.const([-2], "refused", np.int64)], "checked_shape")
 
 
 def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, kind: str | None = None):
@@ -311,6 +197,5 @@ def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, ki
     def compute(cur):
         if (kind or form.kind(em)) == "kronpairs":         # checks dY's shape in its own views
             return _emit_kron_pairs(em, cur, x, form, _checked_shape(em, dy, x, form)), "kronpairs"
-        cur, chosen = emit_generic(em, cur, x, form, kind)
-        return _shape_checked(em, cur, dy, x, form), chosen
+        return emit_generic(em, _dy_checked(em, cur, x, form), x, form, kind)
     return em.nodes, em.inits, form.names(cast_wrapped(em, node, elem, compute), opset)

@@ -30,13 +30,13 @@ f in 2..8.
 Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named by `GenericForm.kind`:
 - pool:   nearest block sums by the static pool rule (windows of 2 on the last 2-3 axes, opset <= 18): one
           AveragePool x block size.
-- conv:   one Pad (zeros, edge, or mirrored Slices) + one depthwise Conv with the outer-product kernel and stride f
-          (groups = C when C is static, else viewed as one channel), then the fold where the axis clamps; for
-          nearest the Conv of ones (the static conv(ones) form, C static).
+- conv:   one depthwise Conv with the outer-product kernel and stride f (groups = C when C is static, else viewed
+          as one channel), its zero pads in the Conv's own `pads`; a mirror of 1 as a Mul of dY's edge rows, a wider
+          one as a fold, where proven (onnx_ops.forms.filter_conv, shared with the static lowering); for nearest the
+          Conv of ones (the static conv(ones) form, C static).
 - sepconv: the separable conv, taken where the outer product has more than SEPARABLE_TAPS taps (trilinear,
-          bicubic, factors 4 and 8): one depthwise Conv per resized axis with its 1-D kernel, the first axis first;
-          zero pads in each Conv's own `pads`, edge pads in one Pad, mirrors wider than 1 replaced by the same
-          map's zero pad + fold where that is proven (`zero_padded`); the folds last, on the smallest tensor.
+          bicubic, factors 4 and 8): one depthwise Conv per resized axis with its 1-D kernel, the first axis first,
+          the same edges; the folds last, on the smallest tensor.
 - kronpairs: nearest block sums as the static kron-pairs form (onnx_ops.kron_pairs_form): the last axis by one
           MatMul of rows of f*k values (k = `pair_columns`, dividing every dY's size / f), then AveragePool (the pool
           rule) or Split + Add per other axis; by rule where `kron_pairs_faster` (nearest x2).
@@ -60,60 +60,18 @@ from dml_desc.weights import gradient_taps
 
 from .bridge import middle_row_kernel
 from .forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
+from .forms.filter_conv import (FILTER_FACTORS, SEPARABLE_TAPS, AxisForm, FilterConv, edge_scaled,  # noqa: F401
+                                emitted, variants)
 from .forms.kron_pairs import COLUMNS
 from .model import resize_reader_opset
 from .generic_emit import emit_generic_node  # noqa: F401  (the lowering imports it from here)
 
 GENERIC_CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric", "tf_half_pixel_for_nn")
 NEAREST_FACTORS = range(2, 9)
-FILTER_FACTORS = (2, 4, 8)
 FAMILY = tuple(range(1, 25)) + (31, 33, 64, 97, 128, 255)
 PROBE_N = 16          # the length the kernel is read from (its middle row is interior for every kernel here)
 IGNORED = ("axes", "keep_aspect_ratio_policy", "extrapolation_value")
 PAIR_COLUMNS = COLUMNS + (1,)   # the kron-pairs MatMul's blocks per row: the first dividing every dY's size
-SEPARABLE_TAPS = 16   # above this many taps per output the separable conv beats the one Conv (docs/dynamic-forms.md)
-
-
-@dataclass(frozen=True)
-class AxisForm:
-    """One axis: dX[i] = sum_j kernel[j] * P(dY)[factor * i + j], P padding dY by (pad_begin, pad_end) with
-    zeros or symmetrically (P[-k] = dY[k-1]: the edge mirrored, edge replication for pads of 1); proven against
-    the taps for every n in FAMILY. With `fold` = q > 0 (zero padding) the correlation runs over the q virtual
-    rows beyond each edge too and folds them onto the edge rows: dX = E^T C^T dY, where the forward reads X
-    through E, X's edge replicated by q (index clamping, as cubic does)."""
-    factor: int
-    kernel: tuple
-    pad_begin: int
-    pad_end: int
-    symmetric: bool
-    fold: int = 0
-
-    @property
-    def block(self) -> bool:
-        """True for a plain block sum of `factor` entries with one weight (no padding)."""
-        return self.pad_begin == self.pad_end == self.fold == 0 and len(set(self.kernel)) == 1
-
-    def matrix(self, n: int) -> np.ndarray:
-        """The (n, f*n) matrix this form computes for length n (the oracle the proof compares)."""
-        f, k = self.factor, np.asarray(self.kernel)
-        m = f * n
-        padded = np.arange(-self.pad_begin, m + self.pad_end)
-        source = np.where(padded < 0, -padded - 1, np.where(padded >= m, 2 * m - 1 - padded, padded)) \
-            if self.symmetric else padded
-        out = np.zeros((n, m))
-        if self.fold:
-            for i in range(-self.fold, n + self.fold):
-                for j, w in enumerate(k):
-                    s = f * i - self.pad_begin + j
-                    if 0 <= s < m:
-                        out[min(max(i, 0), n - 1), s] += w
-            return out
-        for i in range(n):
-            for j, w in enumerate(k):
-                s = source[f * i + j]
-                if 0 <= s < m:
-                    out[i, s] += w
-        return out
 
 
 @dataclass(frozen=True)
@@ -126,6 +84,7 @@ class GenericForm:
     channels: int | None = None
     resize: dict | None = None      # a proven Resize spelling (float32 / float16 only)
     prefer_resize: bool = False     # the static lowering takes that Resize at the stand-in shape
+    emit_axes: dict | None = None   # axis -> the AxisForm the convs emit (`emitted`: proven), None: `axes`
 
     @property
     def block(self) -> bool:
@@ -143,12 +102,10 @@ class GenericForm:
         Reshape + ReduceSum, README): spatial axes and a static channel count."""
         return self.spatial and self.channels is not None
 
-    @property
-    def separable_axes(self) -> dict:
-        """The AxisForms the separable conv emits: a mirror wider than 1 (reversed Slices + Concat, a copy of dY)
-        becomes zero padding with a fold where that is proven (measured 1.8x faster for bilinear x4)."""
-        return {a: zero_padded(f) if f.symmetric and max(f.pad_begin, f.pad_end) > 1 and zero_padded(f) else f
-                for a, f in self.axes.items()}
+    def filter_conv(self, kind: str) -> FilterConv:
+        """The "conv" or "sepconv" spelling: the emitted AxisForms (edge scaling or folds for mirrors, where
+        proven for every length), one Conv or one per axis."""
+        return FilterConv(self.emit_axes or self.axes, self.rank, self.channels, split=kind == "sepconv")
 
     def kind(self, em: Emitter) -> str:
         """The spelling emitted by rule: "resize" (where the static lowering takes it), "sepconv" (more than
@@ -214,24 +171,16 @@ class GenericForm:
         def name(a: int, f: AxisForm) -> str:
             if kind == "resize":
                 return f"generic Resize({self.resize['mode']}, antialias) x1/{f.factor}"
-            if kind == "sepconv":
-                return "generic separable " + _conv_name(self.separable_axes[a])
+            if kind in ("conv", "sepconv") and not f.block:
+                return "generic " + self.filter_conv(kind).names()[sorted(self.axes).index(a)]
             if kind == "kronpairs":
                 k = self.pair_columns
                 narrow = "avgpool" if len(self.axes) > 1 and self.pool_fits(opset) else f"{f.factor * k}->{k}"
                 rows = f"{f.factor * k}->{k}" if k >= COLUMNS[0] else \
                     f"{f.factor * COLUMNS[0]}->{COLUMNS[0]} or {narrow}"     # chosen at run time
                 return f"generic kron-pairs matmul {rows}" if a == self.rank - 1 else f"generic kron-pairs x{f.factor}"
-            if kind == "conv" and not f.block:
-                return "generic " + _conv_name(f)
             return f"generic {dict(pool='avgpool', conv='conv', block='block-sum')[kind]} x{f.factor}"
         return tuple(name(a, f) for a, f in self.axes.items())       # in the order of the Rewrite's axes
-
-
-def _conv_name(f: AxisForm) -> str:
-    """e.g. 'conv x2 (symmetric pad 1+1)', 'conv x2 (zero pad 3+3, fold 2)'."""
-    return f"conv x{f.factor} ({'symmetric' if f.symmetric else 'zero'} pad {f.pad_begin}+{f.pad_end}" + \
-        (f", fold {f.fold})" if f.fold else ")")
 
 
 def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericForm | None:
@@ -258,7 +207,8 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
     if opset < 11 and any(f.fold for f in forms.values()):
         return None                  # the fold places rows with run-time pads (a Pad input from opset 11)
     channels = dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None
-    form = GenericForm(forms, len(dims), channels)
+    emit_axes = {a: emitted(f, lambda c, f=f: proven_same(c, f), opset) for a, f in forms.items()}
+    form = GenericForm(forms, len(dims), channels, emit_axes=emit_axes)
     if not (form.block or form.spatial):
         return None
     resize, prefer = _proven_resize(attrs, forms, dims, opset)
@@ -279,22 +229,24 @@ def proven_axis_form(key: tuple, factor: float, opset: int) -> AxisForm | None:
         taps = {(n, s): resize_grad_taps(attrs, factor, n, opset, s) for n in FAMILY for s in onnx_conv.SEMANTICS}
     except DescError:
         return None
-    for symmetric, fold in ((False, 0), (True, 0), (False, 1), (False, 2), (False, 3)):
-        form = _derive(taps[(PROBE_N, onnx_conv.SEMANTICS[0])], f, symmetric)
-        form = form and replace(form, fold=fold)
-        if form is not None and all(np.allclose(form.matrix(n), t, rtol=0, atol=1e-12) for (n, _), t in taps.items()):
+    base = _derive(taps[(PROBE_N, onnx_conv.SEMANTICS[0])], f)
+    for form in variants(base) if base is not None else ():
+        if all(np.allclose(form.matrix(n), t, rtol=0, atol=1e-12) for (n, _), t in taps.items()):
             return form
     return None
 
 
 @lru_cache(maxsize=256)
+def proven_same(candidate: AxisForm, form: AxisForm) -> bool:
+    """True when `candidate` (another spelling of the proven `form`: edge scaled, or zero padded and folded)
+    computes the same matrix for every n in FAMILY, so it is proven as well."""
+    return all(np.allclose(candidate.matrix(n), form.matrix(n), rtol=0, atol=1e-12) for n in FAMILY)
+
+
 def zero_padded(form: AxisForm) -> AxisForm | None:
-    """The same map with zero padding and a fold of 1 (Conv's own `pads` can take it), where its matrix equals
-    the proven `form`'s for every n in FAMILY (so it is proven as well); None otherwise."""
-    if not form.symmetric:
-        return None
+    """The mirrored `form` as zero padding with a fold of 1 (Conv's own `pads` take it), where proven; else None."""
     folded = replace(form, symmetric=False, fold=1)
-    return folded if all(np.array_equal(folded.matrix(n), form.matrix(n)) for n in FAMILY) else None
+    return folded if form.symmetric and proven_same(folded, form) else None
 
 
 STAND_IN = 96          # symbolic spatial dims in the stand-in shape that asks the static cost model for its choice
@@ -372,13 +324,13 @@ def resize_grad_taps(attrs: dict, factor: float, n: int, opset: int, semantics: 
     return gradient_taps(res.axes[0], res).dense()
 
 
-def _derive(dense: np.ndarray, f: int, symmetric: bool) -> AxisForm | None:
-    """Kernel and pads read from the middle row of one table (rows = X, cols = dY)."""
+def _derive(dense: np.ndarray, f: int) -> AxisForm | None:
+    """Kernel and pads read from the middle row of one table (rows = X, cols = dY), zero padded."""
     found = middle_row_kernel(dense, f)
     if found is None:
         return None
     kernel, pad_begin, pad_end = found
-    return AxisForm(f, tuple(float(w) for w in kernel), pad_begin, pad_end, symmetric)
+    return AxisForm(f, tuple(float(w) for w in kernel), pad_begin, pad_end, False)
 
 
 def _pool_fits(form: GenericForm, opset: int) -> bool:

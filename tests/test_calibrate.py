@@ -138,10 +138,11 @@ def test_calibrate_measures_a_static_nodes_registry_candidates_and_lower_emits_t
     results = calibrate_model(m, path, threads=1, rounds=1)
     assert len(results) == 1
     sig, best, times = results[0]
-    assert list(times) == ["Resize", "band"] and best == min(times, key=times.get)   # model's choice first
+    assert list(times) == ["Resize", "band", "filter-conv"] and best == min(times, key=times.get)   # choice first
     assert json.loads(sig)["static"]["mode"] == "linear" and read_cache(path)[machine_key()][sig]["form"] == best
     first, report = lower(m, calibration=path, semantics=INSTALLED)
-    assert report[0].forms[0].startswith({"Resize": "Resize(", "band": "dense"}[best]) and best in FORMS
+    assert report[0].forms[0].startswith({"Resize": "Resize(", "band": "dense", "filter-conv": "conv"}[best])
+    assert best in FORMS
     # reproducible
     assert first.SerializeToString() == lower(m, calibration=path, semantics=INSTALLED).model.SerializeToString()
     # no entry: cost model
@@ -149,7 +150,7 @@ def test_calibrate_measures_a_static_nodes_registry_candidates_and_lower_emits_t
     assert other.SerializeToString() == lower(m, semantics=INSTALLED).model.SerializeToString()
 
 
-@pytest.mark.parametrize("form, first_op", [("Resize", "Resize"), ("band", "MatMul")])
+@pytest.mark.parametrize("form, first_op", [("Resize", "Resize"), ("band", "MatMul"), ("filter-conv", "Conv")])
 def test_each_static_candidate_lowers_exactly_and_deterministically(form, first_op):
     m = static_model()
     sig, names = _static_entry()
@@ -177,7 +178,7 @@ def test_a_static_node_with_a_run_time_batch_is_measured_at_a_stand_in_size(tmp_
     assert not lower(m, semantics=INSTALLED).rewrites[0].dynamic
     results = calibrate_model(m, str(tmp_path / "cal.json"), threads=1, rounds=1, stand_in=(3, 4, 16))
     (sig, best, times), = results
-    assert json.loads(sig)["static"]["axes"][0]["in_size"] == "?" and set(times) == {"Resize", "band"}
+    assert json.loads(sig)["static"]["axes"][0]["in_size"] == "?" and set(times) == {"Resize", "filter-conv", "band"}
     lowered, _ = lower(m, calibration=str(tmp_path / "cal.json"), semantics=INSTALLED)
     dy = np.random.default_rng(2).standard_normal((3, 4, 32, 32)).astype(np.float32)
     got = session(lowered).run(None, {"dY": dy, "X": np.zeros((3, 4, 16, 16), np.float32)})[0]

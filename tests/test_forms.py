@@ -50,8 +50,9 @@ PICKS = [
     (_spec("nearest", (4, 16, 128, 128), sizes=(192, 192), coordinate_transformation_mode="asymmetric",
            nearest_mode="floor"), ("band 8x24->16, shared",) * 2,
      ["Reshape", "MatMul", "Reshape", "Reshape", "MatMul", "Reshape"]),                  # rational p/q = 2/3 blocks
-    (_spec("linear", (4, 16, 128, 128), scales=(2.0, 2.0), opset=17), ("band 8x34->16, shared", "dense 1x256->128"),
-     ["Gather", "MatMul", "Reshape", "MatMul"]),                                          # no antialias below 18
+    (_spec("linear", (4, 16, 128, 128), scales=(2.0, 2.0), opset=17), ("conv x2 (zero pad 1+1, edge rows scaled)",) * 2,
+     ["Mul", "Conv"]),                                                  # no antialias below 18: the filter conv
+    (_spec("linear", (2, 3, 32, 32), scales=(2.0, 2.0), opset=17), ("dense 1x64->32",) * 2, ["MatMul", "MatMul"]),
     (_spec("linear", (4, 16, 128, 128), scales=(2.0, 2.0)), ("Resize(linear, antialias)",) * 2, ["Resize", "Mul"]),
 ]
 
@@ -306,7 +307,8 @@ def _old_chain(res, opset: int, acc) -> str:
     it was added), kept as the oracle of its order."""
     from onnx_ops.forms import (PREFER_RESIZE, block_factors, combined, conv_cost, conv_transpose_form, deconv_form,
                                 find_resize, kron_cost, kron_form, pool_form, resize_cost)
-    from onnx_ops.forms import kron_pairs
+    from onnx_ops.forms import filter_conv, kron_pairs
+    from onnx_ops.forms.cost import filter_conv_cost
     if kron_pairs.applies(res, opset, np.dtype(acc).itemsize):       # the nearest x2 rule, first (issue 19)
         return kron_pairs.NAME
     kron, cost, blocks = kron_form(res), plan_axes(res, np.dtype(acc).itemsize)[1], block_factors(res)
@@ -323,7 +325,12 @@ def _old_chain(res, opset: int, acc) -> str:
     if conv and blocks:
         return "block-sum"
     found = find_resize(res, opset) if acc is np.float32 else None
-    return "Resize" if found and resize_cost(res, found[0]) <= PREFER_RESIZE * cost else "band"
+    if found and resize_cost(res, found[0]) <= PREFER_RESIZE * cost:
+        return "Resize"
+    filters = filter_conv.filter_conv_form(res, opset) if acc is np.float32 else None     # issue 19, round 3
+    if filters and filter_conv_cost(res, filters.edge_scaled, filters.folds, np.dtype(acc).itemsize) <= cost:
+        return filter_conv.NAME
+    return "band"
 
 
 def _random_maps(seed: int, count: int):
@@ -374,7 +381,7 @@ def test_the_registry_walk_picks_what_the_old_if_chain_picked_on_random_maps():
 def test_the_registry_is_ordered_with_the_general_form_last():
     from onnx_ops.forms import FORMS, REGISTRY
     assert [f.name for f in REGISTRY] == ["kron-pairs", "avgpool", "kron", "conv(ones)", "conv_transpose",
-                                          "block-sum", "Resize", "band"]
+                                          "block-sum", "Resize", "filter-conv", "band"]
     assert len(FORMS) == len(REGISTRY)
     res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)), semantics=INSTALLED)
     from onnx_ops.forms import Gradient

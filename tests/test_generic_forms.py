@@ -70,14 +70,14 @@ CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
     (dict(NEAREST, coordinate_transformation_mode="asymmetric", nearest_mode="floor"), ["N", "L"], [1, 4], 19,
      "generic block-sum x4"),
     (dict(NEAREST, coordinate_transformation_mode="asymmetric"), [2, "H", "W"], [1, 2, 1], 13, "generic block-sum"),
-    (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 17, "generic conv x2 (symmetric pad 1+1)"),
+    (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 17, "generic conv x2 (zero pad 1+1, edge rows scaled)"),
     (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 20, "generic Resize(linear, antialias) x1/2"),   # as static
     (LINEAR, ["N", "C", "H", "W"], [1, 1, 4, 2], 19, "generic separable conv x"),    # 8 x 4 taps: separable
     (dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), ["N", 3, "L"], [1, 1, 8], 17,
-     "generic conv x8 (symmetric pad 4+4)"),
+     "generic conv x8 (zero pad 4+4, fold 1)"),
     (dict(LINEAR, coordinate_transformation_mode="half_pixel_symmetric"), [1, 2, "D", "H", "W"],
      [1, 1, 2, 2, 2], 19, "generic Resize(linear, antialias) x1/2"),
-    (LINEAR, ["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "generic separable conv x2 (symmetric pad 1+1)"),
+    (LINEAR, ["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "generic separable conv x2 (zero pad 1+1, edge rows scaled)"),
     ({"mode": "cubic"}, ["N", 3, "H", "W"], [1, 1, 2, 2], 17, "generic separable conv x2 (zero pad 3+3, fold 2)"),
     ({"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel", "cubic_coeff_a": -0.5},
      ["N", "C", "H", "W"], [1, 1, 4, 2], 19, "generic separable conv x"),

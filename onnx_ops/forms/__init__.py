@@ -8,6 +8,7 @@
                   planned axis by axis in the cheapest order (the general form: covers every map)
 - deconv:         integer upsampling as a depthwise Conv per axis (ConvTransposeBackwardData) plus border rows
 - conv_transpose: integer downsampling as one depthwise ConvTranspose
+- filter_conv:    integer-factor linear / cubic as depthwise Convs (static, and the shape-generic forms' spelling)
 - cost:           the cost model: every constant, with its measurement, and every cost function
 - registry:       one Form per spelling in an ordered list; `contract` picks and emits one (onnx_ops.lower)
 """
@@ -22,9 +23,11 @@ from .cost import (MLAS_COLUMNS, NS_PER_BLOCK, NS_PER_BYTE, NS_PER_GEMM, NS_PER_
                    transposes_cost)
 from .deconv import AxisDeconv, axis_deconv, build_bridge_model, combined, deconv_form, emit_conv, emit_deconv
 from .emitter import Emitter, SymbolicDim, cast_wrapped, is_symbolic, symbolic_dim
+from .filter_conv import AxisForm, FilterConv, emit_filter_conv, filter_conv_form
 from .kron import CHUNK, KronForm, emit_kron, kron_form
 from .registry import FORMS, REGISTRY, RENAMED, Form, Gradient, candidates, choose, contract, signature
 from .resize import emit_resize, find_resize, resize_candidates, taps_close
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "axis", "bands", "block", "conv_transpose", "cost", "deconv", "emitter", "kron", "registry", "resize")]
+    "axis", "bands", "block", "conv_transpose", "cost", "deconv", "emitter", "filter_conv", "kron", "registry",
+    "resize")]

@@ -128,6 +128,24 @@ def conv_cost(res: Resampling, itemsize: int = 4) -> float:
     return 4 * (math.prod(res.out_shape) + math.prod(res.in_shape)) * itemsize * NS_PER_BYTE + NS_PER_NODE
 
 
+# The filter-conv form (onnx_ops.forms.filter_conv) reads dY about 3 times (onnxruntime's NCHWc reorder, the Conv)
+# plus 2 for the edge-scaling Mul, writes dX once plus 3 passes per fold, and runs about 10 small nodes. Fitted to
+# 14 shapes at 2 threads (docs/lowering.md; the plan's estimate scaled by the measured conv/plan ratio): bilinear x2
+# 6x40x96^2 7.5 ms (band + dense 11.1), 8x32x128^2 14.4 (25.3), bicubic x2 8x32x128^2 20.6 (26.0), trilinear x2
+# 2x16x32x64^2 36.4 (43.9); slower below about 1 MB of dY: 1x256x16^2 0.19 (0.13), 2x8x24x40 x8 0.54 (0.40).
+FILTER_CONV_READS = 3
+FILTER_EDGE_PASSES = 2
+FILTER_FOLD_PASSES = 3
+FILTER_CONV_NODES = 10
+
+
+def filter_conv_cost(res: Resampling, edge_scaled: bool, folds: int, itemsize: int = 4) -> float:
+    """The filter-conv form's estimated ns (constants above)."""
+    dy, dx = math.prod(res.out_shape) * itemsize, math.prod(res.in_shape) * itemsize
+    moved = (FILTER_CONV_READS + FILTER_EDGE_PASSES * edge_scaled) * dy + (1 + FILTER_FOLD_PASSES * folds) * dx
+    return moved * NS_PER_BYTE * PIPELINE + FILTER_CONV_NODES * NS_PER_NODE
+
+
 def pool_cost(res: Resampling, itemsize: int = 4) -> float:
     """The pool form (Reshape + AveragePool + Mul + Reshape), fitted to its measurement above. The form is chosen
     by rule; this estimate only ranks it among the candidates `dml-desc calibrate` measures."""

@@ -21,10 +21,10 @@ from dml_desc.canonical import Resampling
 from .axis import emit_plan, plan_axes
 from .block import block_factors, emit_block, emit_pool, pool_form
 from .conv_transpose import conv_transpose_form, emit_conv_transpose
-from .cost import PREFER_RESIZE, conv_cost, kron_cost, pool_cost, resize_cost
+from .cost import PREFER_RESIZE, conv_cost, filter_conv_cost, kron_cost, pool_cost, resize_cost
 from .deconv import combined, deconv_form, emit_conv
 from .emitter import Emitter, is_symbolic
-from . import kron_pairs
+from . import filter_conv, kron_pairs
 from .kron import emit_kron, kron_form
 from .resize import emit_resize, find_resize
 
@@ -125,6 +125,11 @@ REGISTRY = (
          lambda em, src, g, p: (emit_block(em, src, g.res, p), ("block-sum",) * len(p)), prefer=_no_kron),
     Form("Resize", lambda g: find_resize(g.res, g.opset) if g.float32 else None,
          lambda g, p: resize_cost(g.res, p[0]), _emit_resize, PREFER_RESIZE),
+    # integer-factor linear / cubic as depthwise Convs, the shape-generic form's spelling: where estimated cheaper
+    # than the per-axis plan (onnx_ops.forms.filter_conv; its cost fitted in onnx_ops.forms.cost)
+    Form(filter_conv.NAME, lambda g: filter_conv.filter_conv_form(g.res, g.opset) if g.float32 else None,
+         lambda g, p: filter_conv_cost(g.res, p.edge_scaled, p.folds, np.dtype(g.acc).itemsize),
+         lambda em, src, g, p: filter_conv.emit_static(em, src, g.res, p)),
     # the general form: per axis a band, dense, transposed band or gather, in the cheapest order
     Form("band", lambda g: g.plan[0], lambda g, p: g.plan[1], _emit_plan, BY_RULE),
 )

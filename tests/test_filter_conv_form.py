@@ -1,0 +1,144 @@
+"""The filter-conv form (onnx_ops.forms.filter_conv): integer-factor linear / cubic gradients as depthwise Convs,
+static (a registry form) and shape-generic. Judged by onnxruntime's own forward Resize transposed on random maps
+from the attribute space, by torch's autograd, bitwise across threads, bitwise static against shape-generic, and
+the edge-scaled spelling against the shared taps on every length."""
+import numpy as np
+import pytest
+
+from conformance.resize_oracle import forward_transposed
+from dml_desc.conventions.onnx import OnnxResize, installed_semantics, to_canonical
+from onnx_ops import build_resize_grad, lower, run_model
+from onnx_ops.forms import filter_conv, signature
+from onnx_ops.generic_forms import FAMILY, proven_axis_form, proven_same, resize_grad_taps
+from onnx_ops.model import OPSET
+
+INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
+LINEAR = {"mode": "linear"}
+CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric")
+
+
+def _spec(attrs, shape, factors, opset=OPSET):
+    return OnnxResize(list(shape), dict(attrs), scales=[1.0, 1.0] + [float(f) for f in factors], opset=opset,
+                      op_type="ResizeGrad")
+
+
+def _lowered(r: OnnxResize, form=filter_conv.NAME):
+    """(lowered model, report) with the static form named `form` where it applies (a calibration entry)."""
+    model = build_resize_grad(r, np.float32, semantics=INSTALLED)
+    for o in model.opset_import:
+        if o.domain == "":
+            o.version = r.opset
+    res = to_canonical(r, semantics=INSTALLED)
+    return lower(model, semantics=INSTALLED, calibration={signature(res, r.opset, np.float32): form})
+
+
+def _draw(rng):
+    """One random map of the form's family: mode, coordinates, cubic options, factors 1/2/4/8 per spatial axis,
+    rank 3-5, small odd and even lengths, opset."""
+    attrs = {"mode": str(rng.choice(["linear", "cubic"])),
+             "coordinate_transformation_mode": str(rng.choice(CTMS))}
+    if attrs["mode"] == "cubic":
+        attrs.update(cubic_coeff_a=float(rng.choice([-0.75, -0.5])), exclude_outside=int(rng.integers(0, 2)))
+    rank = int(rng.integers(3, 6))
+    factors = [int(rng.choice([1, 2, 4, 8])) for _ in range(rank - 2)]
+    if all(f == 1 for f in factors):
+        factors[-1] = 2
+    shape = [int(rng.integers(1, 3)), int(rng.integers(1, 4))] + [int(rng.integers(1, 10)) for _ in factors]
+    return _spec(attrs, shape, factors, int(rng.choice([13, 17, 19])))
+
+
+def test_static_form_is_onnxruntimes_forward_transposed_on_random_maps():
+    """Where the form applies (checked at the node's lengths) its dX is onnxruntime's forward Resize transposed;
+    where it does not, the lowering keeps another form. Both happen in the draw."""
+    rng = np.random.default_rng(19)
+    taken = kept = 0
+    for k in range(60):
+        r = _draw(rng)
+        lowered, report = _lowered(r)
+        res = to_canonical(r, semantics=INSTALLED)
+        dy = rng.standard_normal(res.out_shape).astype(np.float32)
+        dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+        want = forward_transposed(r.to_json(), dy)
+        np.testing.assert_allclose(dx, want, rtol=0, atol=3e-6 * max(1.0, np.abs(want).max()),
+                                   err_msg=f"draw {k}: {r.to_json()} {report[0].forms}")
+        uses = any("conv x" in f for f in report[0].forms)
+        taken, kept = taken + uses, kept + (not uses)
+    assert taken >= 20 and kept >= 5, (taken, kept)
+
+
+@pytest.mark.parametrize("attrs, factor", [(LINEAR, 2), (dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), 2),
+                                           (dict(LINEAR, coordinate_transformation_mode="half_pixel_symmetric"), 2)])
+def test_edge_scaled_form_is_the_taps_on_every_length(attrs, factor):
+    """A mirror of 1 becomes zero padding with dY's edge rows scaled: the shared taps in and beyond the family."""
+    key = tuple(sorted((k, str(v)) for k, v in attrs.items()))
+    form = proven_axis_form(key, float(factor), 19)
+    scaled = filter_conv.edge_scaled(form)
+    assert form.symmetric and scaled is not None and proven_same(scaled, form)
+    assert scaled.edge_scale == pytest.approx((4 / 3, 4 / 3))         # (0.25 + 0.75) / 0.75 on each edge
+    for n in FAMILY + (25, 40, 41, 100, 257):
+        np.testing.assert_allclose(scaled.matrix(n), resize_grad_taps(attrs, float(factor), n, 19, "ort-1.27"),
+                                   rtol=0, atol=1e-12, err_msg=str(n))
+
+
+def test_edge_scaling_is_refused_where_the_mirror_feeds_other_outputs():
+    """A kernel whose mirrored rows reach an output that does not read the edge row has no edge scaling."""
+    wide = filter_conv.AxisForm(2, (0.1, 0.2, 0.3, 0.2, 0.1, 0.1), 2, 2, True)
+    assert filter_conv.edge_scaled(wide) is None
+
+
+def test_static_form_is_bitwise_the_shape_generic_form_and_deterministic_across_threads():
+    """Static shapes and symbolic ones lower to the same Convs: bitwise the same dX, on 1, 2 and 4 threads."""
+    from onnx_ops.run import session
+    r = _spec(dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), (2, 5, 13, 22), (2, 2), 17)
+    static, report = _lowered(r)
+    assert report[0].forms == ("conv x2 (zero pad 1+1, edge rows scaled)",) * 2
+    generic = build_resize_grad(r, np.float32, semantics=INSTALLED)
+    for o in generic.opset_import:
+        if o.domain == "":
+            o.version = 17
+    for v in list(generic.graph.input) + list(generic.graph.output):
+        for a, d in enumerate(v.type.tensor_type.shape.dim):
+            if a != 1:
+                d.dim_param = f"{v.name}{a}"
+    generic, greport = lower(generic, semantics=INSTALLED)
+    assert greport[0].forms == ("generic conv x2 (zero pad 1+1, edge rows scaled)",) * 2
+    dy = np.random.default_rng(0).standard_normal((2, 5, 26, 44)).astype(np.float32)
+    feeds = {"dY": dy, "X": np.zeros((2, 5, 13, 22), np.float32)}
+    runs = [session(m, threads=t).run(None, feeds)[0] for m in (static, generic) for t in (1, 2, 4)]
+    for other in runs[1:]:
+        assert np.array_equal(runs[0], other)
+
+
+def test_cost_model_takes_the_form_on_large_tensors_and_the_plan_on_small_ones():
+    """Measured (onnx_ops.forms.cost): the Convs beat band + dense above about 1 MB of dY, not below."""
+    big = _spec(LINEAR, (4, 16, 128, 128), (2, 2), 17)
+    small = _spec(LINEAR, (1, 8, 32, 32), (2, 2), 17)
+    model = build_resize_grad(big, np.float32, semantics=INSTALLED)
+    for o in model.opset_import:
+        if o.domain == "":
+            o.version = 17
+    _, report = lower(model, semantics=INSTALLED)
+    assert report[0].forms == ("conv x2 (zero pad 1+1, edge rows scaled)",) * 2
+    model = build_resize_grad(small, np.float32, semantics=INSTALLED)
+    for o in model.opset_import:
+        if o.domain == "":
+            o.version = 17
+    _, report = lower(model, semantics=INSTALLED)
+    assert not any("conv" in f for f in report[0].forms)
+
+
+@pytest.mark.parametrize("mode, shape, factor", [("bilinear", (2, 3, 17, 12), 2), ("bicubic", (1, 2, 9, 14), 2),
+                                                 ("trilinear", (1, 2, 5, 6, 7), 2), ("bilinear", (1, 3, 6, 5), 4)])
+def test_static_form_is_torch_autograds_gradient(mode, shape, factor):
+    """torch's export of F.interpolate(scale_factor=f, align_corners=False): pytorch_half_pixel, cubic a = -0.75."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle here (the training env has it)")
+    attrs = {"mode": "cubic" if mode == "bicubic" else "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}
+    r = _spec(attrs, shape, [factor] * (len(shape) - 2), 17)
+    lowered, report = _lowered(r)
+    assert all("conv x" in f for f in report[0].forms), report[0].forms
+    x = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+    y = torch.nn.functional.interpolate(x, scale_factor=factor, mode=mode, align_corners=False)
+    dy = np.random.default_rng(1).standard_normal(tuple(y.shape))
+    (want,) = torch.autograd.grad(y, x, torch.from_numpy(dy))
+    dx = run_model(lowered, {"dY": dy.astype(np.float32), "X": np.zeros(shape, np.float32)})[0]
+    np.testing.assert_allclose(dx, want.numpy(), rtol=0, atol=3e-6 * np.abs(want.numpy()).max())
