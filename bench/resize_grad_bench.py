@@ -103,8 +103,8 @@ ISSUE19 = [  # issue 19's shapes, as torch exports them (constant scales): the d
     Case("i19 trilinear 2x, opset 17", "trilinear", (2, 12, 20, 40, 40), scales=(2.0, 2.0, 2.0), opset=17),
     Case("i19 bilinear 2x, opset 17", "bilinear", (6, 40, 96, 96), scales=(2.0, 2.0), opset=17),
     Case("i19 bilinear 2x, opset 20", "bilinear", (6, 40, 96, 96), scales=(2.0, 2.0), opset=20),
-    Case("i19 align_corners 2x, opset 17", "bilinear", (6, 40, 96, 96), sizes=(192, 192), align_corners=True,
-         opset=17),
+    Case("i19 align_corners 2x, opset 17", "bilinear", (6, 40, 96, 96), scales=(2.0, 2.0), align_corners=True,
+         opset=17),       # constant scales, as torch exports scale_factor=2 (the static map is the same as sizes')
     Case("i19 bilinear 4x, opset 17", "bilinear", (6, 16, 48, 48), scales=(4.0, 4.0), opset=17),
 ]
 QUICK = [

@@ -142,3 +142,22 @@ def test_static_form_is_torch_autograds_gradient(mode, shape, factor):
     (want,) = torch.autograd.grad(y, x, torch.from_numpy(dy))
     dx = run_model(lowered, {"dY": dy.astype(np.float32), "X": np.zeros(shape, np.float32)})[0]
     np.testing.assert_allclose(dx, want.numpy(), rtol=0, atol=3e-6 * np.abs(want.numpy()).max())
+
+
+def test_float16_runs_the_form_in_float32():
+    """float16 dY and dX: Casts around the same Convs (onnxruntime has no float16 CPU Conv), judged at float16."""
+    r = _spec(LINEAR, (1, 4, 12, 10), (2, 2), 17)
+    model = build_resize_grad(r, np.float16, semantics=INSTALLED)
+    for o in model.opset_import:
+        if o.domain == "":
+            o.version = 17
+    res = to_canonical(r, semantics=INSTALLED)
+    lowered, report = lower(model, semantics=INSTALLED,
+                            calibration={signature(res, 17, np.float32): filter_conv.NAME})
+    assert report[0].forms == ("conv x2 (zero pad 1+1, edge rows scaled)",) * 2
+    assert [n.op_type for n in lowered.graph.node] == ["Cast", "Mul", "Conv", "Cast"]
+    dy = np.random.default_rng(3).standard_normal(res.out_shape).astype(np.float16)
+    dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float16)})[0]
+    want = forward_transposed(r.to_json(), dy.astype(np.float32))
+    assert dx.dtype == np.float16
+    np.testing.assert_allclose(dx, want, rtol=0, atol=2e-3 * np.abs(want).max())
