@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from onnx import numpy_helper
+from onnx import TensorProto, numpy_helper
 
 from dml_desc.canonical import Mode, Resampling
 from dml_desc.weights import gradient_taps
@@ -274,27 +274,31 @@ def _length(em: Emitter, x, axis: int) -> str:
 
 
 def _fold(em: Emitter, z: str, x, axis: int, q: int, rank: int) -> str:
-    """z (length n + 2q along `axis`: q virtual rows beyond each edge) folded to length n: the virtual rows are
-    added onto rows 0 and n - 1 (each placed by a Pad of n - 1: right for every n >= 1)."""
+    """z (length n + 2q along `axis`: q virtual rows beyond each edge) folded to length n: the first row is the sum
+    of z's first q + 1 rows, the last row of its last q + 1, the rows between are copied once (Slice + Concat: two
+    passes over dX). Where n is 1 (known only at run time) the first row sums all of z and the last is cut away."""
     big = np.iinfo(np.int64).max
 
-    def part(start, end):
-        return em.node("Slice", [z, em.const([start], "start", np.int64), em.const([end], "end", np.int64),
-                                 em.const([axis], "axis", np.int64)], "part")
+    def rows(start, end):
+        ends = end if isinstance(end, str) else em.const([end], "end", np.int64)
+        return em.node("Slice", [z, em.const([start], "start", np.int64), ends, em.const([axis], "axis", np.int64)],
+                       "part")
 
-    def summed(start, end):
-        p = part(start, end)
-        return p if q == 1 else em.reduce_sum(p, [axis], keepdims=1)
-
-    n1 = em.node("Sub", [_length(em, x, axis), em.const([1], "one", np.int64)], "n_minus_1")
-
-    def placed(edge, last_row):      # edge (length 1) padded by n - 1 after it (row 0) or before it (row n - 1)
-        before, after = (axis, 2 * rank - axis - 1) if last_row else (rank + axis, rank - axis - 1)
-        pads = em.node("Concat", [em.const([0] * before, "zeros", np.int64), n1,
-                                  em.const([0] * after, "zeros", np.int64)], "fold_pads", axis=0)
-        return em.node("Pad", [edge, pads], "edge_row")
-    out = em.node("Add", [part(q, -q), placed(summed(0, q), last_row=False)], "folded")
-    return em.node("Add", [out, placed(summed(-q, big), last_row=True)], "folded")
+    if isinstance(x, (tuple, list)) and not is_symbolic(x[axis]):
+        if int(x[axis]) == 1:
+            return em.reduce_sum(z, [axis], keepdims=1)
+        first, last = em.reduce_sum(rows(0, q + 1), [axis], keepdims=1), em.reduce_sum(rows(-q - 1, big), [axis], 1)
+        return em.node("Concat", [first, rows(q + 1, -q - 1), last], "folded", axis=axis)
+    single = em.node("Cast", [em.node("Equal", [_length(em, x, axis), em.const([1], "one", np.int64)], "n_is_1")],
+                     "n_is_1", to=TensorProto.INT64)
+    first_end = em.node("Add", [em.const([q + 1], "end", np.int64),
+                                em.node("Mul", [single, em.const([q], "q", np.int64)], "more")], "first_end")
+    first = em.reduce_sum(rows(0, first_end), [axis], keepdims=1)
+    last = em.reduce_sum(rows(-q - 1, big), [axis], keepdims=1)
+    kept = em.node("Sub", [em.const([1], "one", np.int64), single], "kept")            # no last row where n is 1
+    last = em.node("Slice", [last, em.const([0], "start", np.int64), kept, em.const([axis], "axis", np.int64)],
+                   "last_row")
+    return em.node("Concat", [first, rows(q + 1, -q - 1), last], "folded", axis=axis)
 
 
 def _edge_scaled(em: Emitter, src: str, x, axes: dict, rank: int) -> str:
