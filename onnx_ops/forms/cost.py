@@ -129,13 +129,14 @@ def conv_cost(res: Resampling, itemsize: int = 4) -> float:
 
 
 # The filter-conv form (onnx_ops.forms.filter_conv) reads dY about 3 times (onnxruntime's NCHWc reorder, the Conv)
-# plus 2 for the edge-scaling Mul, writes dX once plus 3 passes per fold, and runs about 10 small nodes. Fitted to
-# 14 shapes at 2 threads (docs/lowering.md; the plan's estimate scaled by the measured conv/plan ratio): bilinear x2
-# 6x40x96^2 7.5 ms (band + dense 11.1), 8x32x128^2 14.4 (25.3), bicubic x2 8x32x128^2 20.6 (26.0), trilinear x2
-# 2x16x32x64^2 36.4 (43.9); slower below about 1 MB of dY: 1x256x16^2 0.19 (0.13), 2x8x24x40 x8 0.54 (0.40).
+# plus 2 for the edge-scaling Mul, writes dX once plus 2 passes per fold (Slice + Concat), and runs about 10 small
+# nodes. Fitted to 16 shapes at 2 threads (docs/lowering.md; the plan's estimate scaled by the measured conv/plan
+# ratio), ms, Convs against band + dense: bilinear x2 6x40x96^2 7.5 (11.1), 8x32x128^2 14.4 (25.3), bicubic x2
+# 8x32x128^2 15.3 (25.1), 6x40x96^2 12.0 (19.3); slower below about 1 MB of dY: 1x256x16^2 0.26 (0.15), 2x3x16^2
+# 0.034 (0.014); near ties either way: trilinear x2 2x12x20x40^2 7.3 (8.1), bicubic x2 2x16x64^2 0.39 (0.36).
 FILTER_CONV_READS = 3
 FILTER_EDGE_PASSES = 2
-FILTER_FOLD_PASSES = 3
+FILTER_FOLD_PASSES = 2
 FILTER_CONV_NODES = 10
 
 
