@@ -1,10 +1,9 @@
 """Emission of the shape-generic forms (onnx_ops.generic_forms): one graph for every length, per spelling
-("resize", "pool", "conv", "sepconv", "kronpairs", "block"), then a check of dY's shape. The convs and their
+("resize", "pool", "conv", "sepconv", "kronpairs", "block"), dY's shape checked first. The convs and their
 edges (edge scaling, mirrors, folds) are onnx_ops.forms.filter_conv's, shared with the static lowering."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +19,8 @@ if TYPE_CHECKING:
 
 def emit_generic(em: Emitter, dy: str, x: str, form: GenericForm, kind: str | None = None) -> tuple[str, str]:
     """dX from dY in `form`, spelled as `kind` (one of form.kinds() but "kronpairs", which checks dY's shape in
-    its own views: emit_generic_node; None: by rule); returns (dX, the kind), dX still to be shape-checked."""
+    its own views: emit_generic_node; None: by rule); returns (dX, the kind). `dy` has passed the shape check
+    (_dy_checked)."""
     kind = kind or form.kind(em)
     emit = {"resize": _emit_resize, "pool": _emit_pool, "conv": _emit_conv, "block": _emit_block,
             "sepconv": _emit_sepconv}[kind]
@@ -171,9 +171,7 @@ def _dy_checked(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """dY reshaped to itself when its shape is X's times the factors, else to an invalid shape: a dY of another
     shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result. Checked on
     the way in (a view of dY) rather than on dX (a Reshape writing a graph output copies it)."""
-    factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
-    expected = em.node("Mul", [em.node("Shape", [x], "xshape"), em.const(factors, "factors", np.int64)], "expected")
-    same = em.node("Equal", [em.node("Shape", [dy], "dyshape"), expected], "same")
+    sx, expected, same = _shape_test(em, dy, x, form)
     return em.node("Reshape", [dy, em.node("Where", [same, expected, em.const([-2], "refused", np.int64)],
                                            "checked_shape")], "checked")
 
@@ -181,11 +179,16 @@ def _dy_checked(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
 def _checked_shape(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """X's shape where dY's shape is X's times the factors; a dim that differs reads -2 (a shape Reshape refuses;
     0 would copy the input's dim)."""
+    sx, _, same = _shape_test(em, dy, x, form)
+    return em.node("Where", [same, sx, em.const([-2], "refused", np.int64)], "checked_shape")
+
+
+def _shape_test(em: Emitter, dy: str, x: str, form: GenericForm) -> tuple:
+    """(Shape(X), X's shape times the factors, per dim: dY's dim equals it)."""
     factors = [form.axes[a].factor if a in form.axes else 1 for a in range(form.rank)]
     sx = em.node("Shape", [x], "xshape")
     expected = em.node("Mul", [sx, em.const(factors, "factors", np.int64)], "expected")
-    same = em.node("Equal", [em.node("Shape", [dy], "dyshape"), expected], "same")
-    return em.node("Where", [same, sx, em.const([-2], "refused", np.int64)], "checked_shape")
+    return sx, expected, em.node("Equal", [em.node("Shape", [dy], "dyshape"), expected], "same")
 
 
 def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, kind: str | None = None):

@@ -60,8 +60,7 @@ from dml_desc.weights import gradient_taps
 
 from .bridge import middle_row_kernel
 from .forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
-from .forms.filter_conv import (FILTER_FACTORS, SEPARABLE_TAPS, AxisForm, FilterConv, edge_scaled,  # noqa: F401
-                                emitted, variants)
+from .forms.filter_conv import FILTER_FACTORS, SEPARABLE_TAPS, AxisForm, FilterConv, emitted, variants
 from .forms.kron_pairs import COLUMNS
 from .model import resize_reader_opset
 from .generic_emit import emit_generic_node  # noqa: F401  (the lowering imports it from here)
@@ -158,7 +157,7 @@ class GenericForm:
             out.append("pool")
         if f32 and (self.conv_ok if self.block else self.spatial):
             out.append("conv")
-        if f32 and not self.block and self.spatial and opset >= 11:      # its folds pad at run time
+        if f32 and not self.block and self.spatial and opset >= 10:      # its folds slice at run time
             out.append("sepconv")
         if self.block and f32 and self.pair_columns:
             out.append("kronpairs")
@@ -204,8 +203,8 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
         forms[axis] = form
     if not forms:
         return None
-    if opset < 11 and any(f.fold for f in forms.values()):
-        return None                  # the fold places rows with run-time pads (a Pad input from opset 11)
+    if opset < 10 and any(f.fold for f in forms.values()):
+        return None                  # the fold cuts rows at run time (Slice's inputs, from opset 10)
     channels = dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None
     emit_axes = {a: emitted(f, lambda c, f=f: proven_same(c, f), opset) for a, f in forms.items()}
     form = GenericForm(forms, len(dims), channels, emit_axes=emit_axes)
@@ -241,12 +240,6 @@ def proven_same(candidate: AxisForm, form: AxisForm) -> bool:
     """True when `candidate` (another spelling of the proven `form`: edge scaled, or zero padded and folded)
     computes the same matrix for every n in FAMILY, so it is proven as well."""
     return all(np.allclose(candidate.matrix(n), form.matrix(n), rtol=0, atol=1e-12) for n in FAMILY)
-
-
-def zero_padded(form: AxisForm) -> AxisForm | None:
-    """The mirrored `form` as zero padding with a fold of 1 (Conv's own `pads` take it), where proven; else None."""
-    folded = replace(form, symmetric=False, fold=1)
-    return folded if form.symmetric and proven_same(folded, form) else None
 
 
 STAND_IN = 96          # symbolic spatial dims in the stand-in shape that asks the static cost model for its choice

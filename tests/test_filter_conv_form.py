@@ -5,6 +5,7 @@ the edge-scaled spelling against the shared taps on every length."""
 import numpy as np
 import pytest
 
+from conformance.reference import resize_grad
 from conformance.resize_oracle import forward_transposed
 from dml_desc.conventions.onnx import OnnxResize, installed_semantics, to_canonical
 from onnx_ops import build_resize_grad, lower, run_model
@@ -161,3 +162,69 @@ def test_float16_runs_the_form_in_float32():
     want = forward_transposed(r.to_json(), dy.astype(np.float32))
     assert dx.dtype == np.float16
     np.testing.assert_allclose(dx, want, rtol=0, atol=2e-3 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("attrs, factor", [({"mode": "cubic"}, 2), (LINEAR, 4),
+                                           (dict(LINEAR, coordinate_transformation_mode="asymmetric"), 2)])
+def test_folded_generic_forms_keep_x_s_shape_on_empty_and_one_long_axes(attrs, factor):
+    """The fold cuts its edge rows to n: an axis of 0 gives an empty dX of X's shape (never the Conv's 2q virtual
+    rows), an axis of 1 sums every row onto it; judged by onnxruntime's forward Resize transposed."""
+    from onnx_ops.run import session
+    r = _spec(attrs, (1, 3, 4, 5), (factor, factor), 17)
+    model = build_resize_grad(r, np.float32, semantics=INSTALLED)
+    for o in model.opset_import:
+        if o.domain == "":
+            o.version = 17
+    for v in list(model.graph.input) + list(model.graph.output):
+        for a, d in enumerate(v.type.tensor_type.shape.dim):
+            if a != 1:
+                d.dim_param = f"{v.name}{a}"
+    lowered, report = lower(model, semantics=INSTALLED)
+    assert all("fold" in f for f in report[0].forms), report[0].forms
+    sess = session(lowered)
+    for shape in ((1, 3, 0, 4), (2, 3, 1, 1), (1, 3, 1, 6), (1, 3, 2, 3)):
+        dy = np.random.default_rng(0).standard_normal((shape[0], 3, factor * shape[2], factor * shape[3]))
+        dx = sess.run(None, {"dY": dy.astype(np.float32), "X": np.zeros(shape, np.float32)})[0]
+        assert dx.shape == shape
+        if dy.size:
+            want = forward_transposed(_spec(attrs, shape, (factor, factor), 17).to_json(), dy)
+            np.testing.assert_allclose(dx, want, rtol=0, atol=3e-6 * np.abs(want).max(), err_msg=str(shape))
+
+
+@pytest.mark.parametrize("opset", [10, 11, 12])
+def test_static_form_below_opset_13_uses_the_attribute_spellings(opset):
+    """ReduceSum's axes (an attribute before 13), Pad's pads (before 11): folded cubic and linear, edge-scaled
+    linear (Resize-10: linear only, asymmetric)."""
+    every = ({"mode": "cubic"}, dict(LINEAR, coordinate_transformation_mode="asymmetric"), LINEAR)
+    for attrs in every if opset > 10 else (LINEAR,):
+        r = _spec(attrs, (2, 3, 9, 12), (2, 2), opset)
+        lowered, report = _lowered(r)
+        assert all("conv x2" in f for f in report[0].forms), report[0].forms
+        res = to_canonical(r, semantics=INSTALLED)
+        dy = np.random.default_rng(opset).standard_normal(res.out_shape).astype(np.float32)
+        dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+        np.testing.assert_allclose(dx, resize_grad(dy.astype(np.float64), res), rtol=0,
+                                   atol=3e-6 * np.abs(dx).max(), err_msg=f"{attrs} {report[0].forms}")
+
+
+def test_static_form_with_a_run_time_channel_count_views_one_channel():
+    """C known only at run time (N and C symbolic, the spatial dims static): the Convs run on [-1, 1, H, W]."""
+    r = _spec(LINEAR, (2, 3, 10, 14), (2, 2), 17)
+    model = build_resize_grad(r, np.float32, semantics=INSTALLED)
+    for o in model.opset_import:
+        if o.domain == "":
+            o.version = 17
+    for v in list(model.graph.input) + list(model.graph.output):
+        for a in (0, 1):
+            v.type.tensor_type.shape.dim[a].dim_param = f"{v.name}{a}"
+    from onnx_ops.planning import graph_info
+    read = graph_info(model, INSTALLED).read(model.graph.node[0])      # the map as lower() reads it: N, C run time
+    lowered, report = lower(model, semantics=INSTALLED,
+                            calibration={signature(read[1], 17, np.float32): filter_conv.NAME})
+    assert not report[0].dynamic and all("conv x2" in f for f in report[0].forms), report[0].forms
+    for n, c in ((2, 3), (1, 5)):
+        dy = np.random.default_rng(n).standard_normal((n, c, 20, 28)).astype(np.float32)
+        dx = run_model(lowered, {"dY": dy, "X": np.zeros((n, c, 10, 14), np.float32)})[0]
+        want = forward_transposed(_spec(LINEAR, (n, c, 10, 14), (2, 2), 17).to_json(), dy)
+        np.testing.assert_allclose(dx, want, rtol=0, atol=3e-6 * np.abs(want).max())
+

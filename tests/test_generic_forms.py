@@ -11,7 +11,8 @@ from conformance.reference import resize_grad
 from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from dml_desc.conventions.onnx import installed_semantics
 from onnx_ops import lower
-from onnx_ops.generic_forms import FAMILY, proven_axis_form, resize_grad_taps, zero_padded
+from onnx_ops.forms.filter_conv import emitted
+from onnx_ops.generic_forms import FAMILY, proven_axis_form, proven_same, resize_grad_taps
 from onnx_ops.model import graphs
 from onnx_ops.run import session
 
@@ -140,8 +141,9 @@ def test_every_spelling_of_a_generic_form_is_the_reference_gradient(attrs, dims,
                                            (dict(LINEAR, coordinate_transformation_mode="half_pixel_symmetric"), 8)])
 def test_zero_padded_form_is_the_taps_on_every_length(attrs, factor):
     """The separable conv's zero pad + fold in place of a mirror: the shared taps in and beyond the family."""
-    form = zero_padded(proven_axis_form(key(attrs), float(factor), 19))
-    assert form is not None and form.fold == 1 and not form.symmetric
+    proven = proven_axis_form(key(attrs), float(factor), 19)
+    form = emitted(proven, lambda c: proven_same(c, proven), 19)
+    assert proven.symmetric and form.fold == 1 and not form.symmetric and not form.edge_scale
     for n in FAMILY + (25, 40, 41, 100, 257):
         assert np.array_equal(form.matrix(n), resize_grad_taps(attrs, float(factor), n, 19, "ort-1.27")), n
 

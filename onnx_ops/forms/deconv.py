@@ -86,11 +86,18 @@ def middle_row_kernel(dense: np.ndarray, f: int):
     whole table equal to it."""
     mid = dense.shape[0] // 2
     cols = np.flatnonzero(dense[mid])
+    return row_kernel(cols, dense[mid, cols], mid, f)
+
+
+def row_kernel(cols: np.ndarray, weights: np.ndarray, row: int, f: int):
+    """(kernel, pad_begin, pad_end) of a stride-f correlation whose output `row` reads dY's `cols` with `weights`,
+    or None where the row is empty or the pads would be negative."""
     if not len(cols):
         return None
     first, last = int(cols.min()), int(cols.max())
-    kernel = dense[mid, first:last + 1]
-    pad_begin = f * mid - first
+    kernel = np.zeros(last - first + 1)
+    kernel[cols - first] = weights
+    pad_begin = f * row - first
     pad_end = len(kernel) - f - pad_begin
     return None if pad_begin < 0 or pad_end < 0 else (kernel, pad_begin, pad_end)
 

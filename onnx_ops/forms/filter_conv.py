@@ -7,7 +7,7 @@ Per axis, dX[i] = sum_j kernel[j] * P(dY)[f * i + j]: P pads dY by (pad_begin, p
 `pads`, no copy), or mirrors its edge (a Pad or reversed Slices: a copy of dY). Two cheaper spellings of a mirror:
 - edge scaled: where the mirrored rows feed only the output that already reads dY's edge row, scaling that row
   by s (one Mul of dY by a small per-axis table) and zero padding give the same matrix: measured 7.6 ms against
-  10.6 for the edge Pad (bilinear x2, 6x40x192^2, 2 threads, docs/dynamic-forms.md);
+  10.6 for the edge Pad (bilinear x2, X 6x40x96^2, 2 threads, docs/dynamic-forms.md);
 - folded: the correlation runs over q virtual rows beyond each edge and adds them onto the edge rows.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ from onnx import TensorProto, numpy_helper
 from dml_desc.canonical import Mode, Resampling
 from dml_desc.weights import gradient_taps
 
+from .deconv import row_kernel
 from .emitter import Emitter, is_symbolic
 
 FILTER_FACTORS = (2, 4, 8)   # linear / cubic factors taken (float32 coordinates exact: onnx_ops.generic_forms)
@@ -181,20 +182,10 @@ def _axis_form(res: Resampling, a: int, opset: int) -> AxisForm | None:
 
 
 def _middle_row_form(taps: tuple, n: int, f: int) -> AxisForm | None:
-    """The kernel and pads read from the middle row of a sparse table (rows = X, cols = dY)."""
+    """The kernel and pads read from the middle row of a sparse table (rows = X, cols = dY), zero padded."""
     row, col, weight = taps
-    mid = n // 2
-    cols = col[row == mid]
-    if not len(cols):
-        return None
-    first, last = int(cols.min()), int(cols.max())
-    kernel = np.zeros(last - first + 1)
-    kernel[cols - first] = weight[row == mid]
-    pad_begin = f * mid - first
-    pad_end = len(kernel) - f - pad_begin
-    if pad_begin < 0 or pad_end < 0:
-        return None
-    return AxisForm(f, tuple(float(w) for w in kernel), pad_begin, pad_end, False)
+    found = row_kernel(col[row == n // 2], weight[row == n // 2], n // 2, f)
+    return AxisForm(f, tuple(float(w) for w in found[0]), found[1], found[2], False) if found else None
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -289,23 +280,28 @@ def _fold(em: Emitter, z: str, x, axis: int, q: int, rank: int) -> str:
             return em.reduce_sum(z, [axis], keepdims=1)
         first, last = em.reduce_sum(rows(0, q + 1), [axis], keepdims=1), em.reduce_sum(rows(-q - 1, big), [axis], 1)
         return em.node("Concat", [first, rows(q + 1, -q - 1), last], "folded", axis=axis)
-    single = em.node("Cast", [em.node("Equal", [_length(em, x, axis), em.const([1], "one", np.int64)], "n_is_1")],
-                     "n_is_1", to=TensorProto.INT64)
+    n = _length(em, x, axis)
+    single = em.node("Cast", [em.node("Equal", [n, em.const([1], "one", np.int64)], "n_is_1")], "n_is_1",
+                     to=TensorProto.INT64)
     first_end = em.node("Add", [em.const([q + 1], "end", np.int64),
                                 em.node("Mul", [single, em.const([q], "q", np.int64)], "more")], "first_end")
-    first = em.reduce_sum(rows(0, first_end), [axis], keepdims=1)
-    last = em.reduce_sum(rows(-q - 1, big), [axis], keepdims=1)
-    kept = em.node("Sub", [em.const([1], "one", np.int64), single], "kept")            # no last row where n is 1
-    last = em.node("Slice", [last, em.const([0], "start", np.int64), kept, em.const([axis], "axis", np.int64)],
-                   "last_row")
+    # cut to n rows in all: the first row where n >= 1, the last where n >= 2 (Slice clamps; none where n is 0)
+    first = _cut(em, em.reduce_sum(rows(0, first_end), [axis], keepdims=1), n, axis)
+    last = _cut(em, em.reduce_sum(rows(-q - 1, big), [axis], keepdims=1),
+                em.node("Sub", [n, em.const([1], "one", np.int64)], "n_minus_1"), axis)
     return em.node("Concat", [first, rows(q + 1, -q - 1), last], "folded", axis=axis)
+
+
+def _cut(em: Emitter, src: str, end: str, axis: int) -> str:
+    """src[:end] along `axis` (`end` a [1] tensor: 0 or negative leaves nothing of a one-row src)."""
+    return em.node("Slice", [src, em.const([0], "start", np.int64), end, em.const([axis], "axis", np.int64)], "cut")
 
 
 def _edge_scaled(em: Emitter, src: str, x, axes: dict, rank: int) -> str:
     """src times the edge-row scales of every edge-scaled axis: one Mul by their outer product, a table over the
     spatial axes (per axis [s, 1, ..., 1, t]): constants where X's dims are static, else built from Shape(src) at
-    run time (an empty axis fails there, as the Conv would)."""
-    tables, known, shape = [], np.ones((), em.acc), None
+    run time."""
+    tables, known, shape, big = [], np.ones((), em.acc), None, np.iinfo(np.int64).max
     for a, f in sorted(axes.items()):
         if not f.edge_scale:
             continue
@@ -316,10 +312,12 @@ def _edge_scaled(em: Emitter, src: str, x, axes: dict, rank: int) -> str:
             known = known * table.reshape([m] + [1] * (rank - a - 1))     # in em.acc, as the run-time tables
             continue
         shape = shape or em.node("Shape", [src], "dyshape")
-        inner = em.node("Sub", [dims(em, shape, a, a + 1), em.const([2], "two", np.int64)], "inner")
-        ones = em.node("ConstantOfShape", [inner], "ones", value=numpy_helper.from_array(np.ones(1, em.acc)))
-        table = em.node("Concat", [em.const([f.edge_scale[0]], "edge_scale"), ones,
+        m = dims(em, shape, a, a + 1)
+        ones = em.node("ConstantOfShape", [m], "ones", value=numpy_helper.from_array(np.ones(1, em.acc)))
+        inner = em.node("Slice", [ones, em.const([2], "start", np.int64), em.const([big], "end", np.int64)], "inner")
+        table = em.node("Concat", [em.const([f.edge_scale[0]], "edge_scale"), inner,
                                    em.const([f.edge_scale[1]], "edge_scale")], "edge_table", axis=0)
+        table = _cut(em, table, m, 0)          # m long (m >= 2; an empty axis: empty)
         tables.append(em.node("Reshape", [table, em.const([-1] + [1] * (rank - a - 1), "shape", np.int64)],
                               "edge_table"))
     if known.ndim:
