@@ -23,12 +23,21 @@ def _spec(attrs, shape, factors, opset=OPSET):
                       op_type="ResizeGrad")
 
 
-def _lowered(r: OnnxResize, form=filter_conv.NAME):
-    """(lowered model, report) with the static form named `form` where it applies (a calibration entry)."""
-    model = build_resize_grad(r, np.float32, semantics=INSTALLED)
+def _model(r: OnnxResize, dtype=np.float32, run_time=()):
+    """The ResizeGrad model of `r` at its opset, the dims on axes `run_time` symbolic (dY, X and dX)."""
+    model = build_resize_grad(r, dtype, semantics=INSTALLED)
     for o in model.opset_import:
         if o.domain == "":
             o.version = r.opset
+    for v in list(model.graph.input) + list(model.graph.output):
+        for a in run_time:
+            v.type.tensor_type.shape.dim[a].dim_param = f"{v.name}{a}"
+    return model
+
+
+def _lowered(r: OnnxResize, form=filter_conv.NAME):
+    """(lowered model, report) with the static form named `form` where it applies (a calibration entry)."""
+    model = _model(r)
     res = to_canonical(r, semantics=INSTALLED)
     return lower(model, semantics=INSTALLED, calibration={signature(res, r.opset, np.float32): form})
 
@@ -93,15 +102,7 @@ def test_static_form_is_bitwise_the_shape_generic_form_and_deterministic_across_
     r = _spec(dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), (2, 5, 13, 22), (2, 2), 17)
     static, report = _lowered(r)
     assert report[0].forms == ("conv x2 (zero pad 1+1, edge rows scaled)",) * 2
-    generic = build_resize_grad(r, np.float32, semantics=INSTALLED)
-    for o in generic.opset_import:
-        if o.domain == "":
-            o.version = 17
-    for v in list(generic.graph.input) + list(generic.graph.output):
-        for a, d in enumerate(v.type.tensor_type.shape.dim):
-            if a != 1:
-                d.dim_param = f"{v.name}{a}"
-    generic, greport = lower(generic, semantics=INSTALLED)
+    generic, greport = lower(_model(r, run_time=(0, 2, 3)), semantics=INSTALLED)
     assert greport[0].forms == ("generic conv x2 (zero pad 1+1, edge rows scaled)",) * 2
     dy = np.random.default_rng(0).standard_normal((2, 5, 26, 44)).astype(np.float32)
     feeds = {"dY": dy, "X": np.zeros((2, 5, 13, 22), np.float32)}
@@ -114,17 +115,9 @@ def test_cost_model_takes_the_form_on_large_tensors_and_the_plan_on_small_ones()
     """Measured (onnx_ops.forms.cost): the Convs beat band + dense above about 1 MB of dY, not below."""
     big = _spec(LINEAR, (4, 16, 128, 128), (2, 2), 17)
     small = _spec(LINEAR, (1, 8, 32, 32), (2, 2), 17)
-    model = build_resize_grad(big, np.float32, semantics=INSTALLED)
-    for o in model.opset_import:
-        if o.domain == "":
-            o.version = 17
-    _, report = lower(model, semantics=INSTALLED)
+    _, report = lower(_model(big), semantics=INSTALLED)
     assert report[0].forms == ("conv x2 (zero pad 1+1, edge rows scaled)",) * 2
-    model = build_resize_grad(small, np.float32, semantics=INSTALLED)
-    for o in model.opset_import:
-        if o.domain == "":
-            o.version = 17
-    _, report = lower(model, semantics=INSTALLED)
+    _, report = lower(_model(small), semantics=INSTALLED)
     assert not any("conv" in f for f in report[0].forms)
 
 
@@ -148,10 +141,7 @@ def test_static_form_is_torch_autograds_gradient(mode, shape, factor):
 def test_float16_runs_the_form_in_float32():
     """float16 dY and dX: Casts around the same Convs (onnxruntime has no float16 CPU Conv), judged at float16."""
     r = _spec(LINEAR, (1, 4, 12, 10), (2, 2), 17)
-    model = build_resize_grad(r, np.float16, semantics=INSTALLED)
-    for o in model.opset_import:
-        if o.domain == "":
-            o.version = 17
+    model = _model(r, np.float16)
     res = to_canonical(r, semantics=INSTALLED)
     lowered, report = lower(model, semantics=INSTALLED,
                             calibration={signature(res, 17, np.float32): filter_conv.NAME})
@@ -171,15 +161,7 @@ def test_folded_generic_forms_keep_x_s_shape_on_empty_and_one_long_axes(attrs, f
     rows), an axis of 1 sums every row onto it; judged by onnxruntime's forward Resize transposed."""
     from onnx_ops.run import session
     r = _spec(attrs, (1, 3, 4, 5), (factor, factor), 17)
-    model = build_resize_grad(r, np.float32, semantics=INSTALLED)
-    for o in model.opset_import:
-        if o.domain == "":
-            o.version = 17
-    for v in list(model.graph.input) + list(model.graph.output):
-        for a, d in enumerate(v.type.tensor_type.shape.dim):
-            if a != 1:
-                d.dim_param = f"{v.name}{a}"
-    lowered, report = lower(model, semantics=INSTALLED)
+    lowered, report = lower(_model(r, run_time=(0, 2, 3)), semantics=INSTALLED)
     assert all("fold" in f for f in report[0].forms), report[0].forms
     sess = session(lowered)
     for shape in ((1, 3, 0, 4), (2, 3, 1, 1), (1, 3, 1, 6), (1, 3, 2, 3)):
@@ -210,13 +192,7 @@ def test_static_form_below_opset_13_uses_the_attribute_spellings(opset):
 def test_static_form_with_a_run_time_channel_count_views_one_channel():
     """C known only at run time (N and C symbolic, the spatial dims static): the Convs run on [-1, 1, H, W]."""
     r = _spec(LINEAR, (2, 3, 10, 14), (2, 2), 17)
-    model = build_resize_grad(r, np.float32, semantics=INSTALLED)
-    for o in model.opset_import:
-        if o.domain == "":
-            o.version = 17
-    for v in list(model.graph.input) + list(model.graph.output):
-        for a in (0, 1):
-            v.type.tensor_type.shape.dim[a].dim_param = f"{v.name}{a}"
+    model = _model(r, run_time=(0, 1))
     from onnx_ops.planning import graph_info
     read = graph_info(model, INSTALLED).read(model.graph.node[0])      # the map as lower() reads it: N, C run time
     lowered, report = lower(model, semantics=INSTALLED,
