@@ -28,7 +28,7 @@ FILTER_FACTORS = (2, 4, 8)   # linear / cubic factors taken (float32 coordinates
 SEPARABLE_TAPS = 16   # above this many taps per output the separable conv beats the one Conv (docs/dynamic-forms.md)
 VARIANTS = ((False, 0), (True, 0), (False, 1), (False, 2), (False, 3))   # (symmetric, fold), in the order tried
 NAME = "filter-conv"
-EDGE_SCALE_MIN_OPSET = 9    # the edge table's ConstantOfShape
+EDGE_SCALE_MIN_OPSET = 10   # the run-time edge table is cut to its length (Slice's inputs)
 
 
 @dataclass(frozen=True)
@@ -90,9 +90,9 @@ def emitted(form: AxisForm, holds, opset: int) -> AxisForm:
     with a fold, where `holds(candidate)` proves the candidate's matrix equal; otherwise the mirror itself."""
     if not form.symmetric:
         return form
-    candidates = [edge_scaled(form) if opset >= EDGE_SCALE_MIN_OPSET else None] + ([replace(form, symmetric=False, fold=1)]
-                                        if max(form.pad_begin, form.pad_end) > 1 else [])
-    return next((c for c in candidates if c is not None and holds(c)), form)
+    scaled = edge_scaled(form) if opset >= EDGE_SCALE_MIN_OPSET else None
+    folded = replace(form, symmetric=False, fold=1) if max(form.pad_begin, form.pad_end) > 1 else None
+    return next((c for c in (scaled, folded) if c is not None and holds(c)), form)
 
 
 def edge_scaled(form: AxisForm, n: int = 16) -> AxisForm | None:
