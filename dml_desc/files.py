@@ -1,12 +1,18 @@
-"""Files the project reads and writes, safely: the one atomic writer and the bounded reader.
+"""Files the project reads and writes, safely: the one atomic writer and the bounded readers.
 
-- `write_atomic(path, data)` / `write_with(path, write)`: the target is replaced only when it is a regular file
-  (or absent); never through a symlink, never a device, FIFO, socket or folder. The data goes to a temporary file
-  in the same folder named `.NAME.dml-desc-tmp.PID.RANDOM`, is fsynced, optionally checked, and renamed over the
-  target, so a reader sees the old file or the complete new one. The temporary file is removed on any error,
-  KeyboardInterrupt (SIGINT) or SIGTERM; ones a killed process left behind for the same target are removed the
-  next time that target is written (`stale_temp_files`).
+- `write_atomic(path, data)`: the target is replaced only when it is a regular file (or absent); never through a
+  symlink, never a device, FIFO, socket or folder. The data goes to a temporary file in the same folder named
+  `.NAME.dml-desc-tmp.PID.RANDOM`, created with O_CREAT | O_EXCL | O_NOFOLLOW and written and fsynced through
+  that descriptor (never reopened by name), optionally checked, and renamed over the target once its name still
+  holds that very file, so a reader sees the old file or the complete new one.
+- `write_files(folder, {name: data})`: files written together (a model and its external data), staged in a
+  private folder (mode 0700) inside `folder` under their final names, checked there, then renamed into place.
+- `write_with(path, write)`: for a writer that needs a file name; the name lies in such a private folder.
+- Temporary files and staging folders are removed on any error, KeyboardInterrupt (SIGINT) or SIGTERM; ones a
+  killed process left behind for the same target are removed the next time that target is written
+  (`stale_temp_files`).
 - `read_bounded(path, limit, what)`: a file or stdin ("-") read whole only when it is at most `limit` bytes.
+- `read_region(path, offset, length)`: bytes of a regular file, opened without following a link or blocking.
 
 File-system failures (ENOSPC, EFBIG, EACCES, EPERM, EROFS ...) raise `FileError`, a DescError that is also an
 OSError: `errno`, `strerror` and `filename` (the user's path, never the temporary file) are those of the failure,
@@ -16,9 +22,11 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import stat
 import sys
+import tempfile
 import threading
 from contextlib import contextmanager
 from typing import Callable
@@ -116,59 +124,173 @@ def _alive(pid: int) -> bool:
 
 def write_atomic(path, data: bytes, check: Callable[[str], None] | None = None, field: str = "OUT") -> None:
     """Replace the regular file `path` (or create it) with `data`, atomically; `check(temp_path)` may refuse the
-    written file (raise) before it replaces `path`. See the module docstring for what is refused."""
+    written file (raise) before it replaces `path`. The data is written through the descriptor that created the
+    temporary file (O_CREAT | O_EXCL | O_NOFOLLOW), never by reopening its name, and the name must still hold that
+    file when it is renamed. See the module docstring for what is refused."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise DescError("data", type(data).__name__, "must be bytes")
-
-    def write(tmp: str) -> None:
-        with open(tmp, "wb") as f:
-            f.write(data)
-    write_with(path, write, check, field)
-
-
-def write_with(path, write: Callable[[str], None], check: Callable[[str], None] | None = None,
-               field: str = "OUT") -> None:
-    """Like `write_atomic`, for a writer that needs a file name: `write(temp_path)` writes the new contents."""
     path = regular_target(path, field)
-    for old in stale_temp_files(path):          # left by a killed process
-        try:
-            os.remove(old)
-        except OSError:
-            pass
-    try:
-        mode = os.lstat(path).st_mode & 0o7777     # a rewritten file keeps its mode
-    except FileNotFoundError:
-        mode = new_file_mode()
+    mode = _prepare(path)
     folder, name = os.path.split(os.path.abspath(path))
     tmp = os.path.join(folder, f".{name}{TEMP_MARK}{os.getpid()}.{secrets.token_hex(4)}")
+    fd = None
     with _terminate_as_interrupt():
         try:
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-                os.close(fd)
-                write(tmp)
-                _fsync(tmp)
+                fd = _create(tmp)
+                _write_all(fd, data)
+                os.fsync(fd)
             except OSError as e:
                 raise FileError(path, e, f"cannot be written ({e.strerror or e})", field) from e
             if check is not None:
                 check(tmp)
             try:
-                os.chmod(tmp, mode)
-                regular_target(path, field)        # nothing became a device or a link meanwhile
-                os.replace(tmp, path)
-                _fsync_folder(folder)              # the rename itself survives a power cut
+                os.fchmod(fd, mode)
+                _still_ours(tmp, fd, path, field)
+                _replace(tmp, path, field)
             except OSError as e:
                 raise FileError(path, e, f"cannot be replaced ({e.strerror or e})", field) from e
         finally:
-            if os.path.lexists(tmp):
+            if fd is not None:
+                os.close(fd)
+            _remove(tmp)
+
+
+def write_files(folder, files: dict, check: Callable[[str], None] | None = None, field: str = "OUT") -> None:
+    """Write several files into `folder` together, each replacing a regular file (or nothing) of that name: a model
+    and its external data. `files` maps plain names (no folder) to bytes, in the order they replace their targets.
+    Each is written through the descriptor that created it into a private staging folder inside `folder` (mode
+    0700, named `.LAST.dml-desc-tmp.PID.RANDOM`) under its final name, so `check(staging_folder)` sees them as
+    they will lie; only after it passes are they renamed into place. Each file is replaced atomically; the group
+    is not (a reader may see the new data file beside the old model for a moment)."""
+    for name, data in files.items():
+        if not _plain_name(name):
+            raise DescError(field, name, "must be a plain file name (no folder)")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise DescError(f"data for {name}", type(data).__name__, "must be bytes")
+
+    def fill(staging: str) -> None:
+        for name, data in files.items():
+            try:
+                fd = _create(os.path.join(staging, name))
                 try:
-                    os.remove(tmp)
-                except OSError:
-                    pass
+                    _write_all(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                raise FileError(os.path.join(folder, name), e, f"cannot be written ({e.strerror or e})", field) from e
+    _staged(folder, list(files), fill, check, field)
+
+
+def write_with(path, write: Callable[[str], None], check: Callable[[str], None] | None = None,
+               field: str = "OUT") -> None:
+    """Like `write_atomic`, for a writer that needs a file name: `write(name)` writes the new contents to `name`.
+    The name lies in a staging folder created for this write inside `path`'s folder (mode 0700: no other user can
+    enter it, so no one can swap the name for a link while the writer reopens it); `check(name)` may refuse the
+    file before it replaces `path`."""
+    path = regular_target(path, field)
+    name = os.path.basename(os.path.abspath(path))
+
+    def fill(staging: str) -> None:
+        staged = os.path.join(staging, name)
+        try:
+            write(staged)
+            info = os.lstat(staged)
+            if not stat.S_ISREG(info.st_mode):
+                raise DescError(field, path, f"the writer left {_kind(info.st_mode)}, not a regular file")
+            _fsync(staged)
+        except OSError as e:
+            if isinstance(e, DescError):
+                raise
+            raise FileError(path, e, f"cannot be written ({e.strerror or e})", field) from e
+    _staged(os.path.dirname(os.path.abspath(path)), [name], fill,
+            None if check is None else lambda staging: check(os.path.join(staging, name)), field)
+
+
+def _staged(folder, names: list, fill: Callable[[str], None], check, field: str) -> None:
+    """Create a private staging folder in `folder`, `fill(staging)` it with `names` (raising FileError on a file
+    system failure), `check(staging)`, then rename each over its target in `folder` (regular files only; a
+    rewritten file keeps its mode). The staging folder is removed on any error, KeyboardInterrupt or SIGTERM."""
+    folder = os.fspath(folder)
+    targets = [regular_target(os.path.join(folder, n), field) for n in names]
+    modes = [_prepare(t) for t in targets]
+    with _terminate_as_interrupt():
+        staging = None
+        try:
+            try:
+                staging = tempfile.mkdtemp(prefix=f".{names[-1]}{TEMP_MARK}{os.getpid()}.", dir=folder)
+            except OSError as e:
+                raise FileError(targets[-1], e, f"cannot be written ({e.strerror or e})", field) from e
+            fill(staging)
+            if check is not None:
+                check(staging)
+            for name, target, mode in zip(names, targets, modes):
+                try:
+                    os.chmod(os.path.join(staging, name), mode)     # a folder only this process writes in
+                    _replace(os.path.join(staging, name), target, field)
+                except OSError as e:
+                    raise FileError(target, e, f"cannot be replaced ({e.strerror or e})", field) from e
+        finally:
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+
+
+def _plain_name(name) -> bool:
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+            and os.sep not in name and (os.altsep is None or os.altsep not in name))
+
+
+def _prepare(path: str) -> int:
+    """Remove the temporary files a killed process left for `path`; the mode its new contents get (its own when
+    it exists, else the umask's)."""
+    for old in stale_temp_files(path):
+        _remove(old)
+    try:
+        return os.lstat(path).st_mode & 0o7777     # a rewritten file keeps its mode
+    except FileNotFoundError:
+        return new_file_mode()
+
+
+def _create(path: str) -> int:
+    """A new file, opened for writing: never an existing one, never through a symlink."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                   | getattr(os, "O_CLOEXEC", 0), 0o600)
+
+
+def _write_all(fd: int, data) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _still_ours(tmp: str, fd: int, path: str, field: str) -> None:
+    """The temporary name still holds the file this process wrote (not a file or link put in its place)."""
+    named, written = os.lstat(tmp), os.fstat(fd)
+    if (named.st_dev, named.st_ino) != (written.st_dev, written.st_ino):
+        raise DescError(field, path, "its temporary file was replaced by another while it was written; "
+                        "nothing was written (is the folder shared?)")
+
+
+def _replace(staged: str, target: str, field: str) -> None:
+    regular_target(target, field)              # nothing became a device or a link meanwhile
+    os.replace(staged, target)
+    _fsync_folder(os.path.dirname(os.path.abspath(target)))    # the rename itself survives a power cut
+
+
+def _remove(path: str) -> None:
+    """Remove a temporary file, or a staging folder (never following a link)."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+    except OSError:
+        pass
 
 
 def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     try:
         os.fsync(fd)
     finally:
@@ -233,3 +355,35 @@ def read_bounded(path, limit: int, what: str, field: str = "FILE") -> bytes:
     if len(data) > limit:
         raise DescError(field, path, rule)
     return data
+
+
+def read_region(path, offset: int = 0, length: int | None = None, field: str = "FILE") -> bytes:
+    """`length` bytes (to the end when None) from `offset` of the regular file `path`. It is opened without
+    following a final symlink and without blocking, and checked through that descriptor: a FIFO, device or link
+    put in its place after a check is refused, never waited on or followed. A region past the file's end is a
+    DescError naming the sizes (never the bytes)."""
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DescError(field, os.fspath(path), f"is {_kind(info.st_mode)}; only a regular file is read")
+        end = info.st_size if length is None else offset + length
+        if not 0 <= offset <= end <= info.st_size:
+            raise DescError(field, os.fspath(path), f"has {info.st_size} bytes: bytes {offset} to {end} lie outside it")
+        data = bytearray()
+        while len(data) < end - offset:
+            chunk = os.pread(fd, min(end - offset - len(data), 1 << 30), offset + len(data))
+            if not chunk:
+                raise DescError(field, os.fspath(path), "became shorter while it was read")
+            data += chunk
+        return bytes(data)
+    except OSError as e:
+        if isinstance(e, DescError):
+            raise
+        raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
+    finally:
+        os.close(fd)

@@ -4,6 +4,8 @@ folder), lowers it (onnx_ops.lower) and writes it atomically, keeping or moving 
 from __future__ import annotations
 
 import os
+import re
+from contextlib import contextmanager
 from typing import Sequence
 
 import onnx
@@ -11,18 +13,23 @@ from onnx import TensorProto
 
 from dml_desc.errors import DescError, require
 
-from .graph_walk import graphs, is_resize_grad
+from .graph_walk import all_nodes, graphs, is_resize_grad
 from .node_emit import Rewrite
-from .validate import check_external_data, load_model, save_atomic
+from .validate import check_external_data, external_reference, external_tensors, inline_external, load_model, \
+    read_external, save_atomic
+
+NOT_SHOWN = "value read from external data, not shown"
 
 
 def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProvider",),
                semantics: str | None = None, calibration=None) -> list[Rewrite]:
     """Lower a model file; `dst` may equal `src`. Written atomically, after onnx's full check and an onnxruntime
     load; external data is kept, and read relative to the model file (not the working directory), only from
-    regular files inside the model's folder (onnx_ops.validate.check_external_data). Into another folder, the
-    external data is written as a new file beside `dst` (never appended to, never through a symlink); `dst` and
-    that file may not be a file the input reads. An
+    regular files inside the model's folder (onnx_ops.validate.check_external_data, for every tensor anywhere in
+    the model). Into the same folder, every reference to the input's data files is kept. Into another folder, the
+    external tensors are copied into one new file `<dst name>.data` beside `dst` (a name the project chooses,
+    never the model), staged and checked with the model before either replaces anything. `dst` and that file may
+    not be a file the input reads. A refusal never shows values read from external data. An
     onnxruntime training or eval graph also gets prepare_artifacts's repairs (training_repair.repair_for_lowering:
     MaxPoolGrad with symbolic dims, eval BatchNorm), listed in the report's `repairs`. Raises only DescError
     subclasses (FileError for the file system)."""
@@ -43,79 +50,92 @@ def _lower_file(src, dst, providers, semantics, calibration=None) -> list[Rewrit
     require(isinstance(dst, (str, os.PathLike)) and bool(os.fspath(dst)), "dst", dst, "must be a file path")
     model = load_model(src)           # a DescError for a folder, an empty, truncated or non-ONNX file
     src_dir, dst_dir = os.path.dirname(os.path.abspath(src)), os.path.dirname(os.path.abspath(dst))
-    reads = {os.path.realpath(f) for f in check_external_data(model, src_dir)}
+    reads = {ref.path for ref in check_external_data(model, src_dir)}
     require(os.path.realpath(dst) not in reads, "OUT", os.fspath(dst), "is a data file the input model reads; "
             "name another file")
-    external = {t.name: t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL}
-    reading = _with_resize_grad_constants(model, external, src_dir)
+    reading, loaded = _with_resize_grad_constants(model, src_dir)
     from .training_repair import RepairedRewrites, repair_for_lowering
-    reading, repairs = repair_for_lowering(reading)     # an ORT training / eval graph: what prepare_artifacts does
     from .lower import lower                # at call time, as check_providers
-    lowered, report = lower(reading, providers, semantics, calibration)
+    with _values_hidden(loaded):
+        reading, repairs = repair_for_lowering(reading)     # an ORT training / eval graph: what prepare_artifacts does
+        lowered, report = lower(reading, providers, semantics, calibration)
     report = RepairedRewrites(report, repairs)
-    if external and os.path.realpath(src_dir) == os.path.realpath(dst_dir):
-        for t in lowered.graph.initializer:       # the data file stays as it is: keep every reference to it
-            if t.name in external:
-                t.CopyFrom(external[t.name])
-    elif external:
-        _move_external_data(lowered, external, src_dir, dst_dir, reads | {os.path.realpath(src)})
-    save_atomic(lowered, dst, baseline=src)     # failures the input already has are not ours
+    _keep_references(lowered, model)
+    if os.path.realpath(src_dir) == os.path.realpath(dst_dir):
+        save_atomic(lowered, dst, baseline=src)     # failures the input already has are not ours
+    elif any(True for _ in external_tensors(lowered)):
+        name = data_file_name(dst)
+        require(os.path.realpath(os.path.join(dst_dir, name)) not in reads | {os.path.realpath(src)}, "OUT",
+                os.fspath(dst), f"its data file {name} would replace a file the input model reads; write the model "
+                "to another folder or name")
+        save_atomic(lowered, dst, baseline=src, data_files={name: _moved_external_data(lowered, src_dir, name)})
+    else:
+        save_atomic(lowered, dst, baseline=src)
     return report
 
 
-def _move_external_data(lowered, external: dict, src_dir: str, dst_dir: str, reads: set) -> None:
-    """Copy the external tensors `lowered` keeps into one new data file in `dst_dir` (named like the input's
-    first), written atomically, and point the model at it."""
-    from dml_desc.files import write_atomic
-    location = sorted(_location(t) for t in external.values())[0]
-    target = os.path.join(dst_dir, location)
-    require(os.path.realpath(target) not in reads, "OUT", target, "the external data would overwrite a file the "
-            "input model reads; write the model to another folder")
-    blob, offset = bytearray(), 0
+def data_file_name(dst) -> str:
+    """The external-data file written beside a lowered model in another folder: `<its file name>.data`, a plain
+    name in its own folder (never a name or sub-folder the model chose)."""
+    return os.path.basename(os.path.abspath(dst)) + ".data"
+
+
+def _keep_references(lowered, model) -> None:
+    """The main graph's external initializers keep their references to the input's data files (those loaded to be
+    read as constants included): kept as they are into the same folder, moved into another."""
+    external = {t.name: t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL}
     for t in lowered.graph.initializer:
-        if t.name not in external:
-            continue
-        data = _read_external(external[t.name], src_dir)
-        pad = -offset % 4096                      # onnx's own alignment for mmap
-        blob += b"\0" * pad
-        offset += pad
+        if t.name in external:
+            t.CopyFrom(external[t.name])
+
+
+def _moved_external_data(lowered, src_dir: str, name: str) -> bytearray:
+    """Every external tensor `lowered` keeps (anywhere in it), copied into one blob for the data file `name` beside
+    the written model, with its reference pointed there. Each source reference is read once, checked
+    (onnx_ops.validate.external_reference) and read from its regular file; nothing is written here."""
+    blob = bytearray()
+    for where, t in list(external_tensors(lowered)):
+        data = read_external(external_reference(where, t, src_dir))
+        blob += b"\0" * (-len(blob) % 4096)       # onnx's own alignment for mmap
+        offset = len(blob)
         blob += data
         del t.external_data[:]
-        for key, value in (("location", location), ("offset", str(offset)), ("length", str(len(data)))):
+        for key, value in (("location", name), ("offset", str(offset)), ("length", str(len(data)))):
             t.external_data.add(key=key, value=value)
-        offset += len(data)
-    write_atomic(target, bytes(blob))
+    return blob
 
 
-def _read_external(tensor, folder: str) -> bytes:
-    """The bytes of one external tensor (its reference already checked by check_external_data)."""
-    from dml_desc.files import FileError
-    info = {e.key: e.value for e in tensor.external_data}
-    path = os.path.join(folder, info["location"])
-    try:
-        with open(path, "rb") as f:
-            f.seek(int(info.get("offset", 0)))
-            return f.read(int(info["length"])) if "length" in info else f.read()
-    except OSError as e:
-        raise FileError(path, e, f"cannot be read ({e.strerror})", f"initializer {tensor.name}.location") from e
-
-
-def _with_resize_grad_constants(model, external: dict, folder: str):
-    """A copy of `model` whose external roi / scales tensors (those ResizeGrad nodes read) are loaded from
-    `folder`, the model file's own folder, so they lower as the constants they are."""
-    wanted = {n.input[i] for g in graphs(model.graph) for n in g.node if is_resize_grad(n)
-              for i in (2, 3) if len(n.input) > i} & set(external)
-    if not wanted:
-        return model
+def _with_resize_grad_constants(model, folder: str):
+    """(a copy of `model` whose external roi / scales tensors, those ResizeGrad nodes read from initializers or
+    Constant nodes, are loaded from `folder`, the model file's own folder, so they lower as the constants they
+    are; whether any was loaded)."""
+    wanted = {n.input[i] for n in all_nodes(model) if is_resize_grad(n) for i in (2, 3) if len(n.input) > i}
+    wanted.discard("")
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    for t in copy.graph.initializer:
-        if t.name in wanted:
-            t.raw_data = _read_external(t, folder)
-            t.data_location = TensorProto.DEFAULT
-            del t.external_data[:]
-    return copy
+    found = [(f"initializer {t.name}", t) for g in graphs(copy.graph) for t in g.initializer if t.name in wanted]
+    found += [(f"node {n.name or n.op_type}.value", a.t) for n in all_nodes(copy)
+              if n.op_type == "Constant" and list(n.output)[:1] and n.output[0] in wanted
+              for a in n.attribute if a.name == "value"]
+    loaded = [(where, t) for where, t in found if t.data_location == TensorProto.EXTERNAL]
+    for where, t in loaded:
+        inline_external(where, t, folder)
+    return (copy, True) if loaded else (model, False)
 
 
-def _location(tensor) -> str:
-    return next(e.value for e in tensor.external_data if e.key == "location")
+@contextmanager
+def _values_hidden(loaded: bool):
+    """With constants read from external data (`loaded`), a refusal shows the field and the rule, with numbers
+    hidden, never the value: the data file may be one the user did not mean to show."""
+    try:
+        yield
+    except DescError as e:
+        from dml_desc.files import FileError
+        if not loaded or isinstance(e, FileError):
+            raise
+        rule = _NUMBER.sub("#", e.rule)
+        raise DescError(e.field, NOT_SHOWN, f"{rule} (numbers shown as #: the model reads constants from external "
+                        "data)") from None
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")

@@ -39,7 +39,8 @@ def _constants(nodes) -> dict:
             continue
         for a in n.attribute:
             if a.name == "value":
-                out[n.output[0]] = numpy_helper.to_array(a.t)
+                if a.t.data_location != TensorProto.EXTERNAL:     # onnx would read it from the working folder
+                    out[n.output[0]] = numpy_helper.to_array(a.t)
             elif a.name in ("value_floats", "value_float"):
                 out[n.output[0]] = np.asarray(helper.get_attribute_value(a), np.float32)
             elif a.name in ("value_ints", "value_int"):

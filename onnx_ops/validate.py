@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import re
 import stat
+from dataclasses import dataclass
 
 import onnx
+from google.protobuf.message import Message
 from onnx import TensorProto
 
 from dml_desc.errors import DescError, require
-from dml_desc.files import read_bounded, regular_target, write_atomic
+from dml_desc.files import read_bounded, read_region, regular_target, write_atomic, write_files
 
 from .graph_walk import graphs
 
@@ -47,75 +49,159 @@ def load_model(path: str, load_external_data: bool = False) -> onnx.ModelProto:
                                      "their tensors as external data)", "model"), path)
     check_external_data(model, os.path.dirname(os.path.abspath(path)))
     if load_external_data:
-        from onnx.external_data_helper import load_external_data_for_model
-        load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+        inline_all_external(model, os.path.dirname(os.path.abspath(path)))
     return model
 
 
 MAX_PROTOBUF = 2 ** 31 - 1       # protobuf's own limit for one message
 
 
-def external_tensors(model: onnx.ModelProto):
-    """(where, TensorProto) for every tensor stored as external data: initializers and tensor attributes of every
-    graph and subgraph, and tensor attributes in model-local functions."""
-    def in_nodes(nodes, scope):
-        for node in nodes:
-            for a in node.attribute:
-                for t in ([a.t] if a.HasField("t") else []) + list(a.tensors):
-                    if t.data_location == TensorProto.EXTERNAL:
-                        yield f"{scope}node {node.name or node.op_type}.{a.name}", t
-    for g in graphs(model.graph):
-        for t in g.initializer:
-            if t.data_location == TensorProto.EXTERNAL:
-                yield f"initializer {t.name}", t
-        for t in g.sparse_initializer:
-            for part in (t.values, t.indices):
-                if part.data_location == TensorProto.EXTERNAL:
-                    yield f"sparse initializer {part.name}", part
-        yield from in_nodes(g.node, "")
-    for f in model.functions:
-        yield from in_nodes(f.node, f"function {f.name}/")
+# Where a tensor sits, as the field names of refusals show it: {field: a function of (item, index) -> text}
+_STEPS = {
+    "initializer": lambda t, i: f"initializer {t.name}",
+    "sparse_initializer": lambda t, i: f"sparse initializer {t.values.name}",
+    "node": lambda n, i: f"node {n.name or n.op_type}",
+    "attribute": lambda a, i: f".{a.name}",
+    "attribute_proto": lambda a, i: f"attribute {a.name}",
+    "functions": lambda f, i: f"function {f.name}/",
+    "training_info": lambda t, i: f"training_info[{i}].",
+    "graph": lambda g, i: "", "t": lambda t, i: "", "sparse_tensor": lambda t, i: "",
+    "g": lambda g, i: "/", "graphs": lambda g, i: f"[{i}]/", "tensors": lambda t, i: f"[{i}]",
+    "sparse_tensors": lambda t, i: f"[{i}]", "initialization": lambda g, i: "initialization/",
+    "algorithm": lambda g, i: "algorithm/", "values": lambda t, i: ".values", "indices": lambda t, i: ".indices",
+}
+_HOLDS_TENSORS: dict = {}
 
 
-def check_external_data(model: onnx.ModelProto, folder: str, need_files: bool = True) -> list[str]:
-    """Every external-data reference of `model`, checked by the project whatever onnx is installed: `location`
-    is relative and stays inside `folder` after symlinks are resolved, names a regular file (when `need_files`),
-    and offset / length lie inside it. Returns the resolved data files; a DescError names the tensor and the rule.
-    Nothing read from a data file is ever printed."""
+def all_tensors(message, where: str = ""):
+    """(where, TensorProto) for every TensorProto anywhere in `message` (a ModelProto or any part of one), found
+    through protobuf's own list of fields: initializers, sparse initializers, attribute tensors (t, tensors,
+    sparse_tensor(s), a Constant's value and sparse_value), subgraphs, functions (their nodes and attribute
+    defaults) and training_info graphs. A field onnx adds later is walked too."""
+    for field, value in message.ListFields():
+        if field.message_type is None or not _holds_tensors(field.message_type):
+            continue
+        repeated = not isinstance(value, Message)      # a repeated field's value is a container
+        for i, item in enumerate(value if repeated else [value]):
+            step = _STEPS.get(field.name)
+            here = where + (step(item, i) if step else f".{field.name}[{i}]" if repeated else f".{field.name}")
+            if isinstance(item, TensorProto):
+                yield here, item
+            else:
+                yield from all_tensors(item, here)
+
+
+def _holds_tensors(descriptor) -> bool:
+    """Whether a message of this type can hold a TensorProto at any depth: TensorProto is reachable through its
+    fields' types (found once per type)."""
+    if descriptor.full_name not in _HOLDS_TENSORS:
+        seen, todo = set(), [descriptor]
+        while todo:
+            d = todo.pop()
+            if d.full_name not in seen:
+                seen.add(d.full_name)
+                todo.extend(f.message_type for f in d.fields if f.message_type is not None)
+        _HOLDS_TENSORS[descriptor.full_name] = TensorProto.DESCRIPTOR.full_name in seen
+    return _HOLDS_TENSORS[descriptor.full_name]
+
+
+def external_tensors(model):
+    """(where, TensorProto) for every tensor of `model` (anywhere: all_tensors) stored as external data."""
+    return ((where, t) for where, t in all_tensors(model) if t.data_location == TensorProto.EXTERNAL)
+
+
+# The keys onnxruntime reads (`checksum` is accepted and ignored by both onnx and onnxruntime). onnx's own
+# `basepath` is refused: onnxruntime 1.19 refuses it ("model format error"), and a second base folder is what
+# containment must not have.
+EXTERNAL_KEYS = ("location", "offset", "length", "checksum")
+MAX_OFFSET = 2 ** 63 - 1          # what onnxruntime's int64 offsets and lengths hold
+
+
+@dataclass(frozen=True)
+class ExternalRef:
+    """One external-data reference, read once (external_reference) and used by every check, copy and write."""
+    where: str                # the tensor, as refusals name it
+    location: str             # as written in the model
+    offset: int
+    length: int | None
+    path: str                 # the data file, resolved after symlinks, inside the model's folder
+
+
+def external_reference(where: str, tensor, folder: str) -> ExternalRef:
+    """`tensor`'s external data, read once: each key at most once and one of EXTERNAL_KEYS; `location` relative,
+    without `..`, inside `folder` after symlinks are resolved; offset and length decimal integers."""
+    info = {}
+    for entry in tensor.external_data:
+        require(entry.key in EXTERNAL_KEYS, f"{where}.external_data", entry.key,
+                f"is not an external-data key onnxruntime reads (one of {list(EXTERNAL_KEYS)})")
+        require(entry.key not in info, f"{where}.external_data", entry.key, "is given twice: readers disagree on "
+                "which counts (onnx takes the last); each key may appear once")
+        info[entry.key] = entry.value
+    location = info.get("location", "")
+    require(isinstance(location, str) and location != "", f"{where}.location", location,
+            "external data needs a location (a file name relative to the model's folder)")
+    require("\0" not in location and not os.path.isabs(location) and not location.startswith(("\\", "/")),
+            f"{where}.location", location, "must be a relative path inside the model's folder")
+    require(".." not in location.replace("\\", "/").split("/"), f"{where}.location", location,
+            "must not leave the model's folder ('..')")
     root = os.path.realpath(folder)
-    files = []
-    for where, t in external_tensors(model):
-        info = {e.key: e.value for e in t.external_data}
-        location = info.get("location", "")
-        require(isinstance(location, str) and location != "", f"{where}.location", location,
-                "external data needs a location (a file name relative to the model's folder)")
-        require("\0" not in location and not os.path.isabs(location) and not location.startswith(("\\", "/")),
-                f"{where}.location", location, "must be a relative path inside the model's folder")
-        require(".." not in location.replace("\\", "/").split("/"), f"{where}.location", location,
-                "must not leave the model's folder ('..')")
-        full = os.path.realpath(os.path.join(root, location))
-        require(os.path.commonpath([root, full]) == root and full != root, f"{where}.location", location,
-                "resolves (through a symbolic link) outside the model's folder")
-        numbers = {}
-        for key in ("offset", "length"):
-            text = info.get(key)
-            require(text is None or (isinstance(text, str) and text.isascii() and text.isdigit()),
-                    f"{where}.{key}", text, "must be a non-negative integer")
-            numbers[key] = int(text) if text is not None else None
-        if need_files:
-            try:
-                st = os.stat(full)
-            except OSError as e:
-                raise DescError(f"{where}.location", location, f"cannot be read: {e.strerror} (the data file "
-                                "must lie in the model's folder)") from None
-            require(stat.S_ISREG(st.st_mode), f"{where}.location", location, "must name a regular file")
-            offset, length = numbers["offset"] or 0, numbers["length"]
-            require(offset <= st.st_size, f"{where}.offset", offset, f"lies past the end of the data file "
-                    f"({st.st_size} bytes)")
-            require(length is None or offset + length <= st.st_size, f"{where}.length", length,
-                    f"reaches past the end of the data file ({st.st_size} bytes from offset {offset})")
-        files.append(full)
-    return files
+    path = os.path.realpath(os.path.join(root, location))
+    require(os.path.commonpath([root, path]) == root and path != root, f"{where}.location", location,
+            "resolves (through a symbolic link) outside the model's folder")
+    numbers = {}
+    for key in ("offset", "length"):
+        text = info.get(key)
+        require(text is None or (isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 19
+                                 and int(text) <= MAX_OFFSET), f"{where}.{key}", text,
+                f"must be a non-negative integer below 2**63")
+        numbers[key] = int(text) if text is not None else None
+    return ExternalRef(where, location, numbers["offset"] or 0, numbers["length"], path)
+
+
+def check_external_data(model: onnx.ModelProto, folder: str, need_files: bool = True) -> list[ExternalRef]:
+    """Every external-data reference of `model` (every tensor anywhere in it), read once and checked by the project
+    whatever onnx is installed (external_reference); with `need_files`, each names a regular file and its offset
+    and length lie inside it. Returns the references; a DescError names the tensor and the rule. Nothing read from
+    a data file is ever printed."""
+    refs = [external_reference(where, t, folder) for where, t in external_tensors(model)]
+    if need_files:
+        for ref in refs:
+            _check_data_file(ref)
+    return refs
+
+
+def _check_data_file(ref: ExternalRef) -> None:
+    try:
+        st = os.stat(ref.path)
+    except OSError as e:
+        raise DescError(f"{ref.where}.location", ref.location, f"cannot be read: {e.strerror} (the data file must lie "
+                        "in the model's folder)") from None
+    require(stat.S_ISREG(st.st_mode), f"{ref.where}.location", ref.location, "must name a regular file")
+    require(ref.offset <= st.st_size, f"{ref.where}.offset", ref.offset, f"lies past the end of the data file "
+            f"({st.st_size} bytes)")
+    require(ref.length is None or ref.offset + ref.length <= st.st_size, f"{ref.where}.length", ref.length,
+            f"reaches past the end of the data file ({st.st_size} bytes from offset {ref.offset})")
+
+
+def read_external(ref: ExternalRef) -> bytes:
+    """The bytes of one checked reference, read from the regular file it names (never a FIFO or device, never
+    through a link put there since the check: dml_desc.files.read_region)."""
+    return read_region(ref.path, ref.offset, ref.length, f"{ref.where}.location")
+
+
+def inline_external(where: str, tensor, folder: str) -> None:
+    """Read one external tensor's data into it (raw_data), from its reference checked against `folder`."""
+    tensor.raw_data = read_external(external_reference(where, tensor, folder))
+    tensor.data_location = TensorProto.DEFAULT
+    del tensor.external_data[:]
+
+
+def inline_all_external(model: onnx.ModelProto, folder: str) -> None:
+    """Every external tensor of `model`, anywhere in it, read in from `folder` (the model file's folder) by the
+    project's own checked reader; onnx's loader misses sparse tensors and training_info, and reads a tensor it
+    is given no folder for from the working folder."""
+    for where, t in list(external_tensors(model)):
+        inline_external(where, t, folder)
 
 
 def check_resize_grad(node, types: dict, opset: int, consts=None) -> None:
@@ -312,15 +398,19 @@ def _text(value) -> str:
     return value if isinstance(value, str) else repr(value)
 
 
-def save_atomic(model: onnx.ModelProto, path: str, check: bool = True, baseline=None) -> None:
+def save_atomic(model: onnx.ModelProto, path: str, check: bool = True, baseline=None,
+                data_files: dict | None = None) -> None:
     """Write through a temporary file in the same folder (dml_desc.files.write_atomic), so `path` is never
     half-written, and only a regular file (or nothing) is replaced. With `check`, the written file must pass onnx's
     full check and load in onnxruntime (check_written) before it replaces `path`; failures `baseline` (the model it
     was rewritten from) already has are excused. A new file gets the mode the umask gives; a rewritten one keeps
     its mode. The model is serialized as it is: onnx's own external-data writer (which appends to and follows
-    existing files) is never used, and every external-data reference must stay inside `path`'s folder."""
+    existing files) is never used, and every external-data reference must stay inside `path`'s folder.
+    `data_files` ({plain name: bytes}) are external-data files written beside `path` with it: all are staged and
+    checked together (dml_desc.files.write_files), and nothing is written in `path`'s folder unless every check
+    passes."""
     require(isinstance(model, onnx.ModelProto), "model", type(model).__name__, "must be an onnx.ModelProto")
-    folder = os.path.dirname(os.path.abspath(regular_target(path)))
+    folder, name = os.path.split(os.path.abspath(regular_target(path)))
     check_external_data(model, folder, need_files=False)
     try:
         data = model.SerializeToString()
@@ -328,7 +418,11 @@ def save_atomic(model: onnx.ModelProto, path: str, check: bool = True, baseline=
         raise DescError("model", path, f"cannot be serialized ({e}): store large tensors as external data") from None
 
     def checked(tmp: str) -> None:
-        check_external_data(model, folder)
+        check_external_data(model, os.path.dirname(tmp))
         if check:
             check_written(tmp, f"model for {path}", baseline)
-    write_atomic(path, data, checked)
+    if data_files:
+        require(name not in data_files, "OUT", path, "is named like its own data file; name another file")
+        write_files(folder, {**data_files, name: data}, lambda staging: checked(os.path.join(staging, name)))
+    else:
+        write_atomic(path, data, checked)

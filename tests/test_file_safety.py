@@ -17,39 +17,11 @@ from dml_desc import DescError
 from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.files import FileError, TEMP_MARK, read_bounded, stale_temp_files, write_atomic
 from onnx_ops.lower import lower_file
-from tests.helpers_bad_input import resize_grad_model
+from tests.helpers_model_files import SECRET, external_model, secret_file, set_location
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SECRET = b"root:x:0:0:root:/root:/bin/bash\n" * 4
-
-
-def external_model(folder, location="m.data", threshold=0):
-    """A ResizeGrad model whose scales (and every initializer) live in `folder/location`."""
-    folder.mkdir(exist_ok=True)
-    onnx.save(resize_grad_model(), str(folder / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
-              location=location, size_threshold=threshold)
-    return folder / "m.onnx"
-
-
-def set_location(path, location, offset=None):
-    model = onnx.load(str(path), load_external_data=False)
-    for t in model.graph.initializer:
-        for e in t.external_data:
-            if e.key == "location":
-                e.value = location
-            if e.key == "offset" and offset is not None:
-                e.value = str(offset)
-    with open(path, "wb") as f:
-        f.write(model.SerializeToString())
-
-
-def secret_file(tmp_path):
-    outside = tmp_path / "outside"
-    outside.mkdir(exist_ok=True)
-    (outside / "passwd").write_bytes(SECRET)
-    return outside / "passwd"
 
 
 # ---- external data stays inside the model's folder, whatever onnx is installed ----------------------------------
@@ -96,28 +68,30 @@ def test_offset_and_length_must_lie_inside_the_data_file(tmp_path):
     with pytest.raises(DescError, match="past the end"):
         lower_file(str(path), str(tmp_path / "out.onnx"), semantics=INSTALLED)
     model = onnx.load(str(path), load_external_data=False)
-    model.graph.initializer[0].external_data.add(key="length", value="-5")
+    next(e for e in model.graph.initializer[0].external_data if e.key == "length").value = "-5"
     (tmp_path / "in" / "m.onnx").write_bytes(model.SerializeToString())
     with pytest.raises(DescError, match="non-negative integer"):
         lower_file(str(path), str(tmp_path / "out.onnx"), semantics=INSTALLED)
 
 
 def test_lowering_into_another_folder_writes_a_new_data_file_never_through_a_symlink(tmp_path):
-    path = external_model(tmp_path / "in")
+    path = external_model(tmp_path / "in", keep_scales=True)
     secret = secret_file(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
-    (out / "m.data").symlink_to(secret)             # a trap named like the data file
+    data = out / "x.onnx.data"                       # the name the project gives the data file: <model>.data
+    data.symlink_to(secret)                          # a trap of that name
     with pytest.raises(DescError, match="symbolic link"):
         lower_file(str(path), str(out / "x.onnx"), semantics=INSTALLED)
-    assert secret.read_bytes() == SECRET             # never appended to
-    (out / "m.data").unlink()
-    (out / "m.data").write_bytes(b"old contents")
+    assert secret.read_bytes() == SECRET and sorted(os.listdir(out)) == ["x.onnx.data"]     # nothing written
+    data.unlink()
+    data.write_bytes(b"old contents")
     for _ in range(2):                               # repeated runs replace the data file, never append
         lower_file(str(path), str(out / "x.onnx"), semantics=INSTALLED)
-        size = (out / "m.data").stat().st_size
+        size = data.stat().st_size
         lowered = onnx.load(str(out / "x.onnx"))     # onnx reads the data back
-    assert (out / "m.data").stat().st_size == size and b"old contents" not in (out / "m.data").read_bytes()
+    assert data.stat().st_size == size and b"old contents" not in data.read_bytes()
+    assert sorted(os.listdir(out)) == ["x.onnx", "x.onnx.data"]
     original = onnx.load(str(path))
     want = {t.name: numpy_helper.to_array(t) for t in original.graph.initializer}
     for t in lowered.graph.initializer:
