@@ -333,6 +333,16 @@ def test_the_python_examples_of_the_docs_run_as_shown(page, tmp_path, monkeypatc
         exec(compile(block, f"docs/{page} block {i}", "exec"), {})
 
 
+def test_every_test_the_security_page_names_exists():
+    import re
+    page = open(os.path.join(ROOT, "docs", "security.md"), encoding="utf-8").read()
+    named = set(re.findall(r"`(test_\w+)`", page))
+    defined = set()
+    for name in ("test_file_safety.py", "test_model_file_attacks.py"):
+        defined |= set(re.findall(r"^def (test_\w+)", open(os.path.join(ROOT, "tests", name)).read(), re.M))
+    assert len(named) > 20 and named <= defined, sorted(named - defined)
+
+
 def _immutable(path, on: bool) -> bool:
     import shutil
     if not shutil.which("chattr"):
