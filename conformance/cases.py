@@ -209,6 +209,9 @@ def run_case(backend, case, semantics=None) -> tuple:
     from .diagnosis import Diagnosis
     extras = {"description": description, "dy": dy,
               "diagnose": Diagnosis(case, backend.convention, description, judge, semantics)}
+    got = np.asarray(got)
+    if got.dtype.kind == "f" or got.dtype.name == "bfloat16":      # dX as the case's dtype holds it (any float given)
+        got = as_dtype(got.astype(np.float64), case.dtype)
     return np.asarray(got, np.float64), expected, judge, oracle, extras
 
 

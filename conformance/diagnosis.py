@@ -74,10 +74,8 @@ class Diagnosis:
         """The keys of the convention's description of `res` that differ from the case's: 'align_corners=True'."""
         if not isinstance(self.description, dict):
             return None
-        from .backends import to_description
-        try:
-            other = to_description(res, self.convention, self.semantics)
-        except Exception:
+        other = self._described(res)
+        if other is None:
             return None
         mine, theirs = _flat(self.description), _flat(other)
         keys = [k for k in list(theirs) + [k for k in mine if k not in theirs] if mine.get(k) != theirs.get(k)]
@@ -85,6 +83,23 @@ class Diagnosis:
         if not keys or len(keys) > 4:
             return None
         return ", ".join(f"{k}={_py(theirs[k])}" if k in theirs else f"{k} unset" for k in keys)
+
+
+    def _described(self, res):
+        """`res` in the convention: exact, else (where the convention has float32 spellings) within 1e-6 a weight."""
+        from dml_desc import conventions
+        from .backends import to_description
+        try:
+            return to_description(res, self.convention, self.semantics)
+        except Exception:
+            pass
+        if self.convention in ("dml", "canonical"):
+            return None
+        try:
+            options = {"semantics": conventions.onnx.resolve_semantics(self.semantics)}
+            return conventions.dump(self.convention, res, backward=True, tolerance=1e-6, **options)[0]
+        except Exception:
+            return None
 
 
 def _flat(obj, out=None) -> dict:
