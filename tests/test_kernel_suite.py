@@ -229,3 +229,20 @@ def test_a_native_kernel_over_directml_structs(tmp_path):
     assert missing.returncode == 2 and "names no file 'libnone.so'" in missing.stderr, missing.stderr
     nosym = conformance(tmp_path, "--backend", "c:libexample.so:nope", "--quiet")
     assert nosym.returncode == 2 and "exports no symbol 'nope'" in nosym.stderr, nosym.stderr
+
+
+def test_one_failing_case_closes_with_its_failure_not_a_skip_line(tmp_path):
+    """README slip: `-k` on one failing case said 'everything selected was skipped'."""
+    from test_plugins import doc_modules
+    doc_modules(tmp_path)
+    proc = conformance(tmp_path, "--backend", "py:my_buggy_kernel:resize_grad", "-k", "cross:bilinear_x2", "--quiet")
+    assert proc.returncode == 1 and "0 passed, 1 failed, 0 skipped" in proc.stdout, proc.stdout
+    assert "skipped" not in proc.stderr, proc.stderr
+
+
+def test_explain_never_prints_o_over_inf():
+    import math
+    from dml_desc.canonical import AxisMap
+    from dml_desc.explain import coordinate_rule
+    assert coordinate_rule(AxisMap(3, 1, math.inf, 0.0, 0.0)) == "0"
+    assert coordinate_rule(AxisMap(3, 6, 2, 0.5, -0.5)) == "(o + 0.5) / 2 - 0.5"
