@@ -36,7 +36,7 @@ def doc_modules(folder: Path) -> list:
 
 
 def test_the_documented_kernel_passes_and_the_planted_bug_fails(tmp_path):
-    assert doc_modules(tmp_path) == ["my_kernel.py", "my_buggy_kernel.py"]
+    assert doc_modules(tmp_path) == ["my_kernel.py", "my_buggy_kernel.py", "my_partial_kernel.py"]
     ok = conformance(tmp_path, "--backend", "py:my_kernel:resize_grad", "-k", "cross:", "--quiet")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.startswith("6 passed, 0 failed, 0 skipped")       # the count docs/own-kernel.md states
