@@ -16,11 +16,11 @@ import numpy as np
 
 from dml_desc import conventions
 from dml_desc.conventions import onednn, onnx as onnx_conv
-from dml_desc.errors import ConversionError
+from dml_desc.errors import ConversionError, DescError
 from dml_desc.reference import as_dtype, resize_grad
 
 from .backends import to_description
-from .catalog import CROSS_CASES, DOC_EXAMPLE, REFERENCE_DIR, Check, Skip, benchdnn_problems
+from .catalog import CROSS_CASES, DOC_EXAMPLE, REFERENCE_DIR, Check, Skip, Unsupported, benchdnn_problems
 from .judges import benchdnn, benchdnn_fill, within
 from .resize_oracle import ORACLE, forward_transposed
 
@@ -178,26 +178,72 @@ def backend_checks(backend, cases, semantics=None) -> list:
     (a case whose oracle is the backend under test is left out)."""
     if getattr(backend, "oracle", None) == REFERENCE:
         cases = [c for c in cases if c.oracle != REFERENCE]
+    under_test = not getattr(backend, "refusal_table", False)     # a kernel: its other dtypes count as coverage
     return [Check(c.name, backend.convention, backend.name, c.dtype,
                   lambda c=c: run_case(backend, c, semantics), getattr(c, "full_only", False),
                   ORACLE if c.oracle == REFERENCE and is_onnxruntime(backend) else c.oracle,
                   lambda c=c: description_of(c, backend.convention, semantics))
-            for c in cases if c.dtype in backend.dtypes]
+            for c in cases if c.dtype in backend.dtypes or under_test]
 
 
 def run_case(backend, case, semantics=None) -> tuple:
-    """(dX, expected, judge) of `case` on `backend`; Skip when the backend is not available here or the case
-    cannot be stated exactly in its convention (the converter's reason)."""
+    """(dX, expected, judge, oracle, extras) of `case` on `backend`; Skip when the backend is not available here
+    or the case cannot be stated exactly in its convention for this dtype (the converter's reason); Unsupported
+    when the backend declares it does not implement the case, or raises NotImplementedError for it. `extras`:
+    the description and dy the backend got, and how to diagnose a wrong dX (conformance.diagnosis)."""
     reason = backend.available()
     if reason:
         raise Skip(reason)
-    description = checked_description(case, backend.convention, semantics)
+    description = checked_description(case, backend.convention, semantics, listed_refusals(backend, case))
+    check_arithmetic(case, backend.convention, description)
+    if case.dtype not in backend.dtypes:
+        raise Unsupported(f"unsupported by this kernel: it declares dtypes {tuple(backend.dtypes)}")
+    from .support import check_declared, unsupported_by_raising
+    check_declared(getattr(backend, "supports", None), case, backend.convention, description)
     dy = as_dtype(case.dy, case.dtype)
-    got = backend.run(description, dy, case.dtype)
+    with unsupported_by_raising():
+        got = backend.run(description, dy, case.dtype)
     expected, oracle = expected_of(case, is_onnxruntime(backend), description)
     judge = getattr(case, "judge", None)
     judge = judge(expected) if judge else usual_judge(case.dtype, expected)
-    return np.asarray(got, np.float64), expected, judge, oracle
+    from .diagnosis import Diagnosis
+    extras = {"description": description, "dy": dy,
+              "diagnose": Diagnosis(case, backend.convention, description, judge, semantics)}
+    got = np.asarray(got)
+    if got.dtype.kind == "f" or got.dtype.name == "bfloat16":      # dX as the case's dtype holds it (any float given)
+        got = as_dtype(got.astype(np.float64), case.dtype)
+    return np.asarray(got, np.float64), expected, judge, oracle, extras
+
+
+def listed_refusals(backend, case) -> bool:
+    """Whether kernel_refusals.json decides `case`'s refusals on `backend`: a built-in backend on a catalog case.
+    A plug-in, or a randomized case, that its convention cannot state is skipped with the converter's reason."""
+    return bool(getattr(backend, "refusal_table", False)) and isinstance(case, Case)
+
+
+# The map a description states where its convention's runtime computes in another arithmetic for some dtype:
+# {(convention, dtype): description -> Resampling}. torch computes float64 coordinates in double.
+def _torch_double(description):
+    from dml_desc.conventions import torch as torch_conv
+    return torch_conv.to_canonical(torch_conv.TorchInterpolate.from_json(description), precision="float64")
+
+
+DTYPE_ARITHMETIC = {("torch", "f64"): _torch_double}
+
+
+def check_arithmetic(case, convention: str, description) -> None:
+    """Skip where the description states the case's map only in another dtype's arithmetic than `case.dtype`'s
+    (the expected dX is the case's map: the kernel computes the description's map in its dtype's arithmetic)."""
+    reader = DTYPE_ARITHMETIC.get((convention, case.dtype))
+    if reader is None:
+        return
+    from dml_desc.conventions.common import exact
+    try:
+        exact(case.res, reader(description), f"{convention} in {case.dtype}")
+    except DescError as e:
+        raise Skip(f"documented as unsupported by the {convention} converter in {case.dtype}: {convention} computes "
+                   f"{case.dtype} coordinates in another arithmetic, and the description states the case's map only "
+                   f"in float32 arithmetic ({e})") from None
 
 
 def is_onnxruntime(backend) -> bool:
@@ -219,23 +265,26 @@ def expected_of(case, on_onnxruntime: bool, description) -> tuple:
     return case.expected, SHARED_TAPS
 
 
-def checked_description(case, convention: str, semantics=None):
-    """The case in `convention`, or Skip where KERNEL_REFUSED lists the converter's refusal; a refusal the table
-    does not list, or a listed case that converts, fails (AssertionError)."""
-    listed = KERNEL_REFUSED.get(case.name, {}).get(convention) if convention in TABLE_CONVENTIONS else None
+def checked_description(case, convention: str, semantics=None, listed: bool = True):
+    """The case in `convention`, or Skip with the converter's reason where it cannot state the map. With
+    `listed` (a built-in backend on a catalog case) the refusal must be in KERNEL_REFUSED: a refusal the table does
+    not list, or a listed case that converts, fails (AssertionError)."""
+    listed = listed and convention in TABLE_CONVENTIONS
+    entry = KERNEL_REFUSED.get(case.name, {}).get(convention) if listed else None
     try:
         description = to_description(case.res, convention, semantics)
-    except ConversionError as e:
-        if convention not in TABLE_CONVENTIONS:        # a plug-in's own convention: no table
-            raise Skip(f"{convention} cannot state this map exactly (the converter refuses): {e}") from None
-        if listed:
+    except DescError as e:                  # ConversionError, or a rank / shape the convention has no form for
+        if not listed:
+            raise Skip(f"documented as unsupported by the {convention} converter: it cannot state this map "
+                       f"exactly ({e})") from None
+        if entry:
             raise Skip(f"documented as unsupported (kernel_refusals.json): {convention} cannot state this map "
                        f"exactly: {e}") from None
         raise AssertionError(f"the {convention} converter now refuses {case.name}, which is not in "
                              f"{REFUSALS_FILE.name}: {e}") from None
-    if listed:
+    if entry:
         raise AssertionError(f"the {convention} converter now states {case.name}, which {REFUSALS_FILE.name} "
-                             f"lists as refused ({listed}): remove the entry")
+                             f"lists as refused ({entry}): remove the entry")
     return description
 
 
@@ -258,5 +307,5 @@ def description_of(case, convention: str, semantics=None):
         own = getattr(case, "convention", "onnx")        # cases from other sources may not say
         d = to_description(case.res, convention if convention != "canonical" else own, semantics)
         return d if isinstance(d, dict) else repr(d)
-    except ConversionError:
-        return repr(case.res)
+    except DescError:
+        return getattr(case, "description", None) or repr(case.res)     # a drawn case's own (ONNX) form

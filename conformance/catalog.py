@@ -36,10 +36,18 @@ class Skip(Exception):
     pass
 
 
+class Unsupported(Exception):
+    """Raised by a check whose backend does not implement the case (it says so, or raises NotImplementedError):
+    recorded as 'unsupported', counted as the kernel's coverage, never as a failure."""
+    pass
+
+
 @dataclass
 class Record:
-    """The result of one check: status 'pass' | 'fail' | 'skip', the max abs error, max_rel_err (the abs error
-    over max(1, max |reference|), or benchdnn's element-wise relative error; None where meaningless), reason.
+    """The result of one check: status 'pass' | 'fail' | 'skip' | 'unsupported' (by the kernel under test), the
+    max abs error, max_rel_err (the abs error over max(1, max |reference|), or benchdnn's element-wise relative
+    error; None where meaningless), reason; for a numerical failure the worst element and the diagnosis (the
+    alternative map the backend's dX matches, conformance.diagnosis), or None.
     """
     case: str
     convention: str
@@ -52,6 +60,14 @@ class Record:
     oracle: str = ""
     description: object = None        # a failing case's description (JSON), for `dml-desc run` / `convert`
     arrays: Optional[tuple] = field(default=None, repr=False)     # (got, expected) of a failure, for --html
+    worst: Optional[dict] = None      # a numerical failure's worst element: index, expected, got, edges
+    diagnosis: Optional[str] = None   # 'matches <alternative>' where one explains the backend's dX exactly
+    saved: Optional[str] = None       # the folder --save-failures wrote the failure to
+
+    @property
+    def numerical(self) -> bool:
+        """A failure with numbers to compare (not an exception, a refusal or a wrong shape)."""
+        return self.status == "fail" and self.max_abs_err is not None
 
     def as_json(self) -> dict:
         """The record as --json writes it (no arrays)."""

@@ -52,6 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="randomized adjoint cases (conformance/adjoint/) judged against onnxruntime's own Resize "
                    "transposed (default 12)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="the adjoint cases' seed (default 0)")
+    p.add_argument("--save-failures", dest="save_dir", metavar="DIR", help="write each failure to DIR/CASE/: "
+                   "description.json, dy.npy, expected.npy, got.npy (and case.txt with the commands that rerun it)")
+    p.add_argument("--unsupported-fails", action="store_true", help="count the cases a kernel does not implement "
+                   "(it declares so, or raises NotImplementedError) as failures; by default they are its coverage")
     p.add_argument("--semantics", choices=("ort-1.19", "ort-1.27", "onnx-spec"),
                    help="the ONNX Resize semantics to check against (nearest tie rule); default: the installed "
                    "onnxruntime's (ort-1.19 up to 1.26, ort-1.27 from 1.27)")
@@ -161,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json_path), ("--junit", args.junit_path),
                        ("--html", getattr(args, "html_path", None))):
         _check_writable(flag, path)       # before the suite runs, not after
+    save_dir = getattr(args, "save_dir", None)
+    if save_dir:
+        _check_folder(save_dir)
     start = time.time()
     semantics = getattr(args, "semantics", None)
     extras = extra_backends(args.backend)
@@ -193,16 +200,19 @@ def run(args: argparse.Namespace) -> int:
     bar = not args.quiet and sys.stderr.isatty()     # off a terminal: no carriage-return progress
     records = []
     for i, check in enumerate(checks, 1):
-        records.append(run_check(check))
+        records.append(run_check(check, save_dir))
         if bar and (i % 10 == 0 or i == len(checks)):
             _progress(i, len(checks))
     if bar:
         print(file=sys.stderr)
-    print_table([r for r in records if r.status == "fail"] if args.quiet else records)
+    if getattr(args, "unsupported_fails", False):
+        for r in records:
+            if r.status == "unsupported":
+                r.status = "fail"
+    print_table(failures_first([r for r in records if r.status == "fail"]) if args.quiet else records)
     _failure_descriptions(records)
-    counts = {s: sum(r.status == s for r in records) for s in ("pass", "fail", "skip")}
-    print(f"{'' if args.quiet else chr(10)}{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped "
-          f"in {time.time() - start:.1f}s")
+    counts = {s: sum(r.status == s for r in records) for s in STATUSES}
+    print(f"{'' if args.quiet else chr(10)}{summary_count(counts)} in {time.time() - start:.1f}s")
     for line in summary_lines(records):
         print(line)
     if args.json_path:
@@ -213,25 +223,62 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "html_path", None):
         from .report import html_report
         _write(args.html_path, html_report(records, _versions(semantics)), field="--html")
-    if counts["pass"] == 0:
-        print("dml-desc: error: no check passed (everything selected was skipped): nothing was verified",
+    if counts["pass"] == 0 and counts["fail"] == 0:     # a failure says so itself; this is an all-skipped run
+        what = "skipped" if not counts.get("unsupported") else "skipped or unsupported by this kernel"
+        print(f"dml-desc: error: no check passed (everything selected was {what}): nothing was verified",
               file=sys.stderr)
         return 1
     return 1 if counts["fail"] else 0
 
 
+STATUSES = ("pass", "fail", "skip", "unsupported")
+
+
+def summary_count(counts: dict) -> str:
+    """'6 passed, 0 failed, 0 skipped' (', 3 unsupported by this kernel' where a kernel left cases out)."""
+    text = f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
+    return text + (f", {counts['unsupported']} unsupported by this kernel" if counts.get("unsupported") else "")
+
+
 def summary(records) -> dict:
-    """{'passes_by_oracle': {oracle: n}, 'skips_by_reason': {reason: n}} of a run."""
+    """{'passes_by_oracle': {oracle: n}, 'skips_by_reason': {reason: n}, 'coverage': ...} of a run. coverage, per
+    backend that left cases out: {backend: {'ran', 'unsupported', 'passed', 'failed', 'unsupported_by_reason'}}."""
     from collections import Counter
     return {"passes_by_oracle": dict(Counter(r.oracle or "-" for r in records if r.status == "pass").most_common()),
             "skips_by_reason": dict(Counter(reason_group(r.reason) for r in records
-                                            if r.status == "skip").most_common())}
+                                            if r.status == "skip").most_common()),
+            "coverage": coverage(records)}
+
+
+def coverage(records) -> dict:
+    """For each backend with unsupported cases: how many of the cases it was offered it ran, and why not the rest."""
+    from collections import Counter
+    out = {}
+    for backend in sorted({r.backend for r in records if r.status == "unsupported"}):
+        mine = [r for r in records if r.backend == backend]
+        counts = Counter(r.status for r in mine)
+        out[backend] = {"ran": counts["pass"] + counts["fail"], "passed": counts["pass"], "failed": counts["fail"],
+                        "unsupported": counts["unsupported"],
+                        "unsupported_by_reason": dict(Counter(unsupported_group(r.reason) for r in mine
+                                                              if r.status == "unsupported").most_common())}
+    return out
+
+
+def unsupported_group(reason: str) -> str:
+    """An unsupported reason without the case's own values: 'it declares modes=('nearest', 'linear')'."""
+    reason = reason.removeprefix("unsupported by this kernel: ")
+    return _cut(reason.split("; this case has", 1)[0], 160)
+
+
+def failures_first(records) -> list:
+    """Failures with numbers (a wrong dX) before those without (an exception, a refusal, a wrong shape)."""
+    return sorted(records, key=lambda r: not r.numerical)
 
 
 def reason_group(reason: str) -> str:
     """A skip reason without its case-specific tail (after the first ': ' or '; '), so like skips group."""
     import re
-    return re.split(r": |; ", reason, maxsplit=1)[0][:160]
+    return _cut(re.split(r": |; ", reason, maxsplit=1)[0], 160)
 
 
 def summary_lines(records) -> list:
@@ -239,15 +286,29 @@ def summary_lines(records) -> list:
     s = summary(records)
     lines = ["passes by oracle: " + ", ".join(f"{k} {v}" for k, v in s["passes_by_oracle"].items())] \
         if s["passes_by_oracle"] else []
+    for backend, c in s["coverage"].items():
+        offered = c["ran"] + c["unsupported"]
+        lines.append(f"coverage of {backend}: ran {c['ran']} of the {offered} cases offered "
+                     f"({100 * c['ran'] // max(offered, 1)}%): {c['passed']} passed, {c['failed']} failed, "
+                     f"{c['unsupported']} unsupported by this kernel")
+        lines += [f"  unsupported {n}: {why}" for why, n in c["unsupported_by_reason"].items()]
     return lines + [f"  skipped {n}: {why}" for why, n in s["skips_by_reason"].items()]
 
 
 def _failure_descriptions(records) -> None:
-    """Each failing case's description (in its backend's convention), ready for `dml-desc run` / `convert`."""
-    for r in records:
-        if r.status == "fail" and r.description is not None:
-            print(f"FAILED {r.case} [{r.backend}, {r.dtype}, oracle {r.oracle}]: {r.reason}")
+    """Each failing case (numerical failures first): the verdict, the worst element, the diagnosis, its description
+    (in its backend's convention, ready for `dml-desc run` / `convert`) and where --save-failures wrote it."""
+    from .diagnosis import describe_worst
+    for r in failures_first([r for r in records if r.status == "fail"]):
+        print(f"FAILED {r.case} [{r.backend}, {r.dtype}, oracle {r.oracle}]: {r.reason}")
+        if r.worst:
+            print(f"  {describe_worst(r.worst)}")
+        if r.numerical:
+            print(f"  diagnosis: {r.diagnosis or 'no alternative explains it (conformance/diagnosis.py lists those tried)'}")
+        if r.description is not None:
             print(f"  description ({r.convention}): " + json.dumps(r.description, default=_jsonable))
+        if r.saved:
+            print(f"  saved: {r.saved}")
 
 
 def _jsonable(value):
@@ -268,6 +329,17 @@ def _write(path: str, text: str, field: str = "OUT") -> None:
     """Write a report file whole, through the project's one atomic writer (dml_desc.files)."""
     from dml_desc.files import write_atomic
     write_atomic(path, text.encode("utf-8"), field=field)
+
+
+def _check_folder(path: str) -> None:
+    """--save-failures DIR: a folder that exists or can be made (its parent exists), writable."""
+    import os
+    from dml_desc.errors import require
+    require(not os.path.exists(path) or os.path.isdir(path), "--save-failures", path, "is a file; name a folder")
+    parent = os.path.dirname(os.path.abspath(path))
+    require(os.path.isdir(path) or os.path.isdir(parent), "--save-failures", path,
+            "is in a folder that does not exist")
+    require(os.access(path if os.path.isdir(path) else parent, os.W_OK), "--save-failures", path, "cannot be written")
 
 
 def _check_writable(flag: str, path) -> None:
@@ -300,10 +372,22 @@ def print_table(records) -> None:
     for r in records:
         fmt = (lambda v: "-" if v is None else f"{v:.2e}")
         verdict = r.status.upper() + (f" ({r.reason})" if r.status != "pass" and r.reason else "")
-        rows.append((r.case[:58], r.convention, r.backend, r.dtype, fmt(r.max_abs_err), fmt(r.max_rel_err), verdict))
+        if r.diagnosis:
+            verdict = f"FAIL (diagnosis: {r.diagnosis}; {r.reason})"
+        rows.append((_cut(r.case, 58), r.convention, r.backend, r.dtype, fmt(r.max_abs_err), fmt(r.max_rel_err),
+                     verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + row[6][:160])
+        print("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + _cut(row[6], 200))
+
+
+def _cut(text: str, n: int) -> str:
+    """`text` at most n characters, cut at a word boundary with '...' (never mid-word)."""
+    if len(text) <= n:
+        return text
+    head = text[:n - 4]
+    head = head.rsplit(" ", 1)[0] if " " in head[n // 2:] else head
+    return head.rstrip(",;:(") + " ..."
 
 
 def _junit(records, path) -> None:
@@ -320,7 +404,7 @@ def _junit(records, path) -> None:
             failure = ET.SubElement(case, "failure", message=r.reason)
             if r.description is not None:
                 failure.text = json.dumps(r.description, default=_jsonable)
-        elif r.status == "skip":
+        elif r.status in ("skip", "unsupported"):
             ET.SubElement(case, "skipped", message=r.reason)
     _write(path, ET.tostring(suite, encoding="unicode", xml_declaration=True), field="--junit")
 

@@ -29,15 +29,15 @@ def mode_of(case: str) -> str:
 
 def html_report(records, versions: dict) -> str:
     """The whole page for a run's records."""
+    from .cli import coverage, failures_first, summary_count
     counts = Counter(r.status for r in records)
-    parts = [f"<h1>dml-desc conformance</h1><p class=total>{counts['pass']} passed, {counts['fail']} failed, "
-             f"{counts['skip']} skipped</p>",
+    parts = [f"<h1>dml-desc conformance</h1><p class=total>{_e(summary_count(counts))}</p>", _coverage(coverage(records)),
              "<p class=versions>" + ", ".join(f"{_e(k)} {_e(v)}" for k, v in versions.items()) + "</p>",
              "<h2>Backend &times; convention &times; mode</h2>", _matrix(records),
              "<h2>Passes by oracle</h2>", _counter_table(Counter(r.oracle or "-" for r in records
                                                                   if r.status == "pass"), "oracle", "passes"),
              f"<h2>Failures ({counts['fail']})</h2>"]
-    fails = [r for r in records if r.status == "fail"]
+    fails = failures_first([r for r in records if r.status == "fail"])
     parts += [_failure(i, r) for i, r in enumerate(fails)] or ["<p>None.</p>"]
     from .cli import reason_group
     parts += ["<h2>Skips by reason</h2>", _counter_table(Counter(reason_group(r.reason) for r in records
@@ -50,8 +50,9 @@ CSS = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}th{background:#f2f2f2}.total{font-size:18px}
 td.c{text-align:center;font-variant-numeric:tabular-nums}.ok{background:#dff3df}.bad{background:#f8d0d0}
 .skip{background:#eee}pre{background:#f7f7f7;padding:6px;white-space:pre-wrap;max-width:1100px}
-.fail{border:1px solid #e0a0a0;padding:8px;margin:12px 0}.maps{display:flex;gap:18px}.maps figure{margin:0}
-figcaption{font-size:12px;color:#555}.versions{color:#666}"""
+.fail{border:1px solid #e0a0a0;padding:8px;margin:12px 0}.maps{display:flex;gap:18px;flex-wrap:wrap}
+.maps figure{margin:0}figcaption{font-size:12px;color:#555}.versions{color:#666}.unsup{background:#e8e4f8}
+.diag{background:#fff6d5;padding:4px 6px;margin:4px 0}.worst{font-family:monospace}"""
 
 
 def _e(value) -> str:
@@ -74,10 +75,29 @@ def _matrix(records) -> str:
             if not n:
                 tds.append("<td class=c></td>")
                 continue
-            cls = "bad" if n["fail"] else "ok" if n["pass"] else "skip"
-            tds.append(f"<td class='c {cls}' title='pass / fail / skip'>{n['pass']} / {n['fail']} / {n['skip']}</td>")
+            cls = "bad" if n["fail"] else "ok" if n["pass"] else "unsup" if n["unsupported"] else "skip"
+            unsup = f" / {n['unsupported']}" if n["unsupported"] else ""
+            tds.append(f"<td class='c {cls}' title='pass / fail / skip / unsupported by this kernel'>"
+                       f"{n['pass']} / {n['fail']} / {n['skip']}{unsup}</td>")
         out.append(f"<tr><td>{_e(b)}</td><td>{_e(c)}</td>{''.join(tds)}</tr>")
-    return "".join(out) + "</table><p>Cells: pass / fail / skip.</p>"
+    return "".join(out) + "</table><p>Cells: pass / fail / skip (/ unsupported by this kernel, where it left cases " \
+        "out).</p>"
+
+
+def _coverage(by_backend: dict) -> str:
+    """One line per kernel that left cases out: what it ran of what it was offered, and why not the rest."""
+    if not by_backend:
+        return ""
+    rows = []
+    for backend, c in by_backend.items():
+        offered = c["ran"] + c["unsupported"]
+        why = "<br>".join(f"{n}: {_e(reason)}" for reason, n in c["unsupported_by_reason"].items())
+        rows.append(f"<tr><td>{_e(backend)}</td><td class=c>{c['ran']} of {offered} "
+                    f"({100 * c['ran'] // max(offered, 1)}%)</td><td class='c ok'>{c['passed']}</td>"
+                    f"<td class='c {'bad' if c['failed'] else 'ok'}'>{c['failed']}</td>"
+                    f"<td class='c unsup'>{c['unsupported']}</td><td>{why}</td></tr>")
+    return ("<h2>Coverage</h2><table><tr><th>kernel</th><th>ran</th><th>passed</th><th>failed</th>"
+            "<th>unsupported by this kernel</th><th>why</th></tr>" + "".join(rows) + "</table>")
 
 
 def _counter_table(counter: Counter, what: str, n: str) -> str:
@@ -89,8 +109,13 @@ def _counter_table(counter: Counter, what: str, n: str) -> str:
 
 def _failure(i: int, r) -> str:
     err = "-" if r.max_abs_err is None else f"{r.max_abs_err:.3g}"
+    from .diagnosis import describe_worst
     text = [f"<div class=fail id=fail{i}><b>{_e(r.case)}</b> &mdash; backend {_e(r.backend)}, {_e(r.convention)}, "
             f"{_e(r.dtype)}, oracle {_e(r.oracle)}<br>max abs error {err}; {_e(r.reason)}"]
+    if r.worst:
+        text.append(f"<div class=worst>{_e(describe_worst(r.worst))}</div>")
+    if r.numerical:
+        text.append(f"<div class=diag>diagnosis: {_e(r.diagnosis or 'no alternative explains it')}</div>")
     if r.description is not None:
         text.append(f"<pre>{_e(json.dumps(r.description, default=repr))}</pre>")
     if r.arrays is not None:
@@ -118,7 +143,21 @@ def heat_maps(got: np.ndarray, want: np.ndarray) -> str:
     d = g - w
     dscale = max(float(np.abs(d).max(initial=0)), 1e-30)
     return ("<div class=maps>" + _figure(w, scale, f"expected dX{label}") + _figure(g, scale, f"got dX{label}") +
-            _figure(d, dscale, f"got - expected (max {dscale:.3g})") + "</div>")
+            _legend(scale, "expected and got") + _figure(d, dscale, f"got - expected (max {dscale:.3g})") +
+            _legend(dscale, "got - expected") + "</div>")
+
+
+def _legend(scale: float, what: str) -> str:
+    """A vertical colour bar from -scale (blue) through 0 (white) to +scale (red), with its values."""
+    steps = 20
+    h = 10
+    rects = "".join(f"<rect x='0' y='{k * h}' width='16' height='{h}' fill='{_colour(1 - 2 * k / (steps - 1))}'/>"
+                    for k in range(steps))
+    labels = (f"<text x='20' y='10'>{scale:.3g}</text><text x='20' y='{steps * h // 2 + 4}'>0</text>"
+              f"<text x='20' y='{steps * h}'>{-scale:.3g}</text>")
+    svg = (f"<svg xmlns='http://www.w3.org/2000/svg' width='90' height='{steps * h + 2}' font-size='11'>"
+           f"<g stroke='#888' stroke-width='0.5'>{rects}</g>{labels}</svg>")
+    return f"<figure class=legend>{svg}<figcaption>scale: {_e(what)}</figcaption></figure>"
 
 
 def _crop(g, w):
@@ -130,17 +169,20 @@ def _crop(g, w):
 
 
 def _figure(a: np.ndarray, scale: float, caption: str) -> str:
-    cell = max(4, min(24, 240 // max(a.shape)))
+    cell = max(6, min(32, 240 // max(a.shape)))
     h, w = a.shape
     rects = []
     for i in range(h):
         for j in range(w):
             v = float(a[i, j])
             rects.append(f"<rect x='{j * cell}' y='{i * cell}' width='{cell}' height='{cell}' "
-                         f"fill='{_colour(v / scale)}'>"
+                         f"fill='{_colour(v / scale)}' stroke='#999' stroke-width='0.5'>"
                          f"<title>[{i}, {j}] {v:.6g}</title></rect>")
-    svg = (f"<svg xmlns='http://www.w3.org/2000/svg' width='{w * cell}' height='{h * cell}' "
-           f"viewBox='0 0 {w * cell} {h * cell}'>{''.join(rects)}</svg>")
+            if cell >= 28:          # a small map shows its values in the cells
+                rects.append(f"<text x='{j * cell + cell / 2}' y='{i * cell + cell / 2 + 3}' font-size='9' "
+                             f"text-anchor='middle'>{v:.2g}</text>")
+    svg = (f"<svg xmlns='http://www.w3.org/2000/svg' width='{w * cell + 1}' height='{h * cell + 1}' "
+           f"viewBox='0 0 {w * cell + 1} {h * cell + 1}'>{''.join(rects)}</svg>")
     return f"<figure>{svg}<figcaption>{_e(caption)}</figcaption></figure>"
 
 

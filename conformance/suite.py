@@ -11,7 +11,7 @@ from dml_desc.errors import DescError
 from dml_desc.reference import resize, resize_grad
 from onnx_ops import build_resize, run_model
 
-from .catalog import CROSS_ACCEPTED, CROSS_CASES, Check, Record, Skip
+from .catalog import CROSS_ACCEPTED, CROSS_CASES, Check, Record, Skip, Unsupported
 from .judges import within
 from .onnx_cases import case_to_resize, onnx_resize_cases
 from .cases import REFERENCE, TOL, backend_checks, kernel_cases  # noqa: F401 (TOL: the README's tolerances)
@@ -201,8 +201,11 @@ def catalog(full: bool = False, semantics: str | None = None, backends=None) -> 
 SMALL = 4096        # a failure keeps (got, expected) for the --html picture up to this many elements
 
 
-def run_check(check: Check) -> Record:
-    """Run one check and judge it -> Record; a backend that raises fails with its message, Skip skips."""
+def run_check(check: Check, save_dir: str | None = None) -> Record:
+    """Run one check and judge it -> Record; a backend that raises fails with its message, Skip skips, Unsupported
+    (the kernel does not implement the case) is recorded as such. A numerical failure names its worst element and,
+    where a porting bug explains the backend's dX exactly, that bug (conformance.diagnosis); with `save_dir`, a
+    failure is written there (conformance.saved)."""
     def rec(status, a=None, r=None, why="", oracle=check.oracle, arrays=None):
         description = None
         if status == "fail" and check.describe is not None:
@@ -216,19 +219,44 @@ def run_check(check: Check) -> Record:
         out = check.run()
     except Skip as s:
         return rec("skip", why=str(s))
+    except Unsupported as u:
+        return rec("unsupported", why=str(u))
     except DescError as e:
         if e.field != "onnxruntime":
-            return rec("fail", why=repr(e)[:300])
+            return rec("fail", why=_reason(e))
         return rec("skip", why=f"{e.field} {e.rule}")     # no runtime installed: the message names the extra
     except Exception as e:          # an oracle or backend that breaks is a failure, with its message
-        return rec("fail", why=repr(e)[:300])
+        return rec("fail", why=_reason(e))
     got, want, judge = out[:3]
     oracle = out[3] if len(out) > 3 else check.oracle
+    extras = out[4] if len(out) > 4 else {}
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got.shape != want.shape:
         return rec("fail", why=f"shape {got.shape} != {want.shape}", oracle=oracle)
     judge = judge if callable(judge) else within(judge)
     ok, abs_err, rel_err, why = judge(got, want)
     ok = ok and math.isfinite(abs_err)
-    arrays = (got, want) if not ok and got.size <= SMALL else None
-    return rec("pass" if ok else "fail", abs_err, rel_err, why, oracle, arrays)
+    if ok:
+        return rec("pass", abs_err, rel_err, why, oracle)
+    if not math.isfinite(abs_err):
+        why = why or f"dX holds {int((~np.isfinite(got)).sum())} non-finite values (NaN or inf)"
+    record = rec("fail", abs_err, rel_err, why, oracle, (got, want) if got.size <= SMALL else None)
+    from .diagnosis import worst_element
+    record.worst = worst_element(got, want)
+    diagnose = extras.get("diagnose")
+    if diagnose is not None:
+        try:
+            record.diagnosis = diagnose(got)
+        except Exception as e:          # a diagnosis is an aid; its failure must not hide the verdict
+            record.diagnosis = None
+            record.reason += f" (no diagnosis: {type(e).__name__})"
+    if save_dir is not None and "dy" in extras:
+        from .saved import save_failure
+        record.saved = save_failure(save_dir, record, extras, got, want)
+    return record
+
+
+def _reason(e: Exception) -> str:
+    """An exception as a failure's reason: its type and message, cut at a word boundary."""
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) <= 400 else text[:400].rsplit(" ", 1)[0] + " ..."

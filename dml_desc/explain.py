@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+import math
 from fractions import Fraction
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -76,7 +77,10 @@ def _offset(name: str, v: float) -> str:
 
 
 def coordinate_rule(ax: AxisMap) -> str:
-    """The axis's map as a formula: x = (o - out_offset) / scale - in_offset, signs folded."""
+    """The axis's map as a formula: x = (o - out_offset) / scale - in_offset, signs folded; an infinite scale
+    (align_corners with one output) reads one place for every o: x = -in_offset, never 'o / inf'."""
+    if ax.scale == math.inf:
+        return _num(-ax.in_offset + 0.0)
     inner = _offset("o", ax.out_offset)
     inner = f"({inner})" if inner != "o" else inner
     return _offset(f"{inner} / {_scale(ax.scale)}", ax.in_offset)

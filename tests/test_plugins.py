@@ -36,7 +36,7 @@ def doc_modules(folder: Path) -> list:
 
 
 def test_the_documented_kernel_passes_and_the_planted_bug_fails(tmp_path):
-    assert doc_modules(tmp_path) == ["my_kernel.py", "my_buggy_kernel.py"]
+    assert doc_modules(tmp_path) == ["my_kernel.py", "my_buggy_kernel.py", "my_partial_kernel.py"]
     ok = conformance(tmp_path, "--backend", "py:my_kernel:resize_grad", "-k", "cross:", "--quiet")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.startswith("6 passed, 0 failed, 0 skipped")       # the count docs/own-kernel.md states
@@ -57,7 +57,7 @@ def test_the_documented_kernel_passes_and_the_planted_bug_fails(tmp_path):
     assert 'name="backend" value="py:my_buggy_kernel:resize_grad"' in (tmp_path / "r.xml").read_text()
     page = (tmp_path / "report.html").read_text()
     from conformance.report import no_network
-    assert no_network(page) and page.count("<svg") == 3 * 5 and "py:my_buggy_kernel:resize_grad" in page
+    assert no_network(page) and page.count("<svg") == 5 * 5 and "py:my_buggy_kernel:resize_grad" in page
 
 
 def test_a_plugin_gets_the_convert_description_and_its_dtypes(tmp_path):

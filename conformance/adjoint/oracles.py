@@ -24,6 +24,15 @@ class AdjointCase:
     config: Config = None
     convention: str = "onnx"
 
+    def judge(self, expected: np.ndarray):
+        """How any backend's dX of this case is judged: within ADJOINT_TOL of the gradient's scale (max |dY| times
+        max |J^T dY|, at least 1), as the section judges the project's paths (J itself is float32)."""
+        from ..judges import within
+        from .paths import ADJOINT_TOL
+        scale = max(1.0, float(np.max(np.abs(self.dy), initial=0)) * max(1.0, float(np.max(np.abs(expected),
+                                                                                          initial=0))))
+        return within(ADJOINT_TOL[self.dtype] * scale)
+
 
 def forward_model(cfg: Config, rank_dims=None):
     """The forward Resize model `cfg` describes (roi, scales and sizes as initializers), X float32."""

@@ -19,6 +19,8 @@ class Backend:
     name: str = "backend"
     convention: str = "onnx"
     dtypes: tuple = ("f32",)
+    supports = None          # what the kernel implements (conformance.support); None: everything it is offered
+    refusal_table = False    # True for the built-ins: kernel_refusals.json lists their converters' refusals
 
     def available(self) -> Optional[str]:
         """None when the backend can run here, else the reason it cannot (shown as the skip reason)."""
@@ -43,8 +45,9 @@ def to_description(res: Resampling, convention: str, semantics: Optional[str] = 
 
 
 class Plugin(Backend):
-    """A user's function as a backend: `fn(dy, description) -> dX`; `fn.convention` (default 'onnx') and
-    `fn.dtypes` (default ('f32',)) are read from the function. Named `py:MODULE:NAME` in every record."""
+    """A user's function as a backend: `fn(dy, description) -> dX`; `fn.convention` (default 'onnx'),
+    `fn.dtypes` (default ('f32',)) and `fn.supports` (what it implements: conformance.support; default everything)
+    are read from the function. Named `py:MODULE:NAME` in every record."""
 
     def __init__(self, fn: Callable, name: str):
         require(callable(fn), "--backend", name, "must name a callable: fn(dy, description) -> dX")
@@ -56,6 +59,8 @@ class Plugin(Backend):
         require(isinstance(dtypes, (tuple, list)) and len(dtypes) > 0 and all(d in SUITE_DTYPES for d in dtypes),
                 f"{name}.dtypes", dtypes, f"must be a non-empty tuple of {', '.join(SUITE_DTYPES)}")
         self.dtypes = tuple(dtypes)
+        from ..support import declared
+        self.supports = declared(getattr(fn, "supports", None), name)     # what it implements (None: everything)
 
     def run(self, description, dy, dtype):
         """dX = fn(dy, description), which must be an array of floats."""

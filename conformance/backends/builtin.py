@@ -15,7 +15,12 @@ from ..catalog import Skip
 from .base import Backend
 
 
-class NumpyBackend(Backend):
+class Builtin(Backend):
+    """A built-in backend: its converter's refusals of catalog cases are listed in kernel_refusals.json."""
+    refusal_table = True
+
+
+class NumpyBackend(Builtin):
     """The NumPy reference (dml_desc.reference.resize_grad): float64 sums, the result in the input's dtype."""
     name, convention, dtypes = "numpy", "canonical", ("f64", "f32", "f16", "bf16")
     oracle = "numpy-reference"          # the cases whose expected value it computes are not run on it
@@ -29,7 +34,7 @@ class NumpyBackend(Backend):
         return f"numpy {np.__version__}, NumPy reference (float64 sums)"
 
 
-class OnnxruntimeBackend(Backend):
+class OnnxruntimeBackend(Builtin):
     """onnxruntime on one execution provider. Lowered (default): the model `dml-desc build --lowered` writes
     (onnx_ops.build.build_lowered, the one lowered model), standard ops only. Native: the com.microsoft
     ResizeGrad node as built, which only onnxruntime's CUDA provider implements."""
@@ -89,7 +94,7 @@ class OnnxruntimeBackend(Backend):
         return f"onnxruntime {onnxruntime().__version__}, {how}, {self.provider}"
 
 
-class OnednnBackend(Backend):
+class OnednnBackend(Builtin):
     """The real oneDNN (the `onednn` extra), the InterpolateBackward document through the Graph API (or the
     primitive API with api='primitive'), in a child process."""
     convention, dtypes = "onednn", ("f32", "bf16", "f16")
@@ -125,7 +130,7 @@ class OnednnBackend(Backend):
         return onednn.describe(self.last) if self.last else f"onednn, {self.api} API"
 
 
-class TorchBackend(Backend):
+class TorchBackend(Builtin):
     """torch autograd through F.interpolate, from the torch description (F.interpolate's arguments). f32 only:
     torch computes source coordinates in float32 even for float64 tensors (measured: align_corners 2 -> 4 is
     off by 8e-8 in float64, the rounding of the ratio 1/3 in float32), so f64 would fail for a known reason."""

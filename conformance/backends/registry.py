@@ -11,7 +11,7 @@ from .base import Plugin
 
 ENTRY_POINT_GROUP = "dml_desc.backends"
 BUILTINS = ("numpy", "onnxruntime", "onnxruntime:PROVIDER", "onnxruntime-native:PROVIDER", "onednn",
-            "onednn-primitive", "torch", "py:MODULE:NAME")
+            "onednn-primitive", "torch", "py:MODULE:NAME", "c:LIB.so:SYMBOL")
 
 
 def builtin_names() -> tuple:
@@ -41,6 +41,9 @@ def resolve(name: str, semantics=None, flag: str = "--backend"):
         return builtin.OnnxruntimeBackend(provider, kind == "onnxruntime-native", semantics)
     if name.startswith("py:"):
         return _plugin(name, flag)
+    if name.startswith("c:"):                   # a native kernel over DirectML's structs (backends/native.py)
+        from .native import native_backend
+        return native_backend(name, flag)
     plugins = installed_plugins()
     if name in plugins:
         return _loaded(plugins[name].load(), name)
@@ -54,7 +57,7 @@ def backend_name(name: str) -> str:
     import argparse
     plugins = list(installed_plugins())
     known = ("numpy", "onnxruntime", "onnxruntime-native", "onednn", "onednn-graph", "onednn-primitive", "torch")
-    if name in known or name in plugins or name.startswith(("onnxruntime:", "onnxruntime-native:", "py:")):
+    if name in known or name in plugins or name.startswith(("onnxruntime:", "onnxruntime-native:", "py:", "c:")):
         return name
     raise argparse.ArgumentTypeError(f"{name!r} is no backend{closest_hint(name, plugins)}")
 
