@@ -100,6 +100,11 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
     opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 1)
     nodes, notes = [], []
     for node in out.graph.node:
+        if node.op_type == "ConvTransposeGrad" and node.domain == "com.microsoft":
+            nodes.extend(conv_transpose_grad(node, fresh_prefix(node.name or "ConvTransposeGrad", taken), opset))
+            notes.append(f"{node.name or node.op_type}: ConvTransposeGrad (no CPU kernel) -> dX Conv, dW ConvGrad, "
+                         "dB ReduceSum")
+            continue
         if node.domain not in ("", "com.microsoft") or node.op_type not in ("MaxPoolGrad", "AveragePoolGrad") \
                 or node.output[0] in static:        # onnxruntime registers both in the ai.onnx domain
             nodes.append(node)
@@ -120,6 +125,41 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
     del out.graph.node[:]
     out.graph.node.extend(nodes)
     return out, notes
+
+
+def conv_transpose_grad(node, prefix: str, opset: int) -> list:
+    """ConvTransposeGrad(dY, X, W) -> (dX, dW, dB) in ops the CPU training build runs (it has no kernel for
+    ConvTransposeGrad). A ConvTranspose is the adjoint of the Conv with the same weights, strides, pads, dilations
+    and groups, so dX = Conv(dY, W) (the ConvTransposeBackwardData of dml_desc.conventions.deconv); its weight
+    gradient is that Conv's weight gradient with the roles of input and output swapped: dW = ConvGrad(dY'=X,
+    X'=dY, W)'s dW (the training build's own Conv weight-gradient kernel); dB sums dY over every axis but C.
+    output_padding only adds trailing dY rows that no Conv window of X's size reads."""
+    where = f"node {node.name or node.op_type}"
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    require(auto_pad == "NOTSET" and "output_shape" not in attrs, f"{where}.auto_pad", auto_pad,
+            "must be NOTSET with explicit pads (no output_shape) for the ConvTransposeGrad rewrite; torch's "
+            "exporters write explicit pads")
+    conv = {k: attrs[k] for k in ("strides", "pads", "dilations", "group", "kernel_shape") if k in attrs}
+    dy, x, w = node.input[:3]
+    outputs = list(node.output) + [""] * (3 - len(node.output))
+    em = Emitter(prefix, opset, np.float32)
+    if outputs[0]:
+        em.nodes.append(helper.make_node("Conv", [dy, w], [outputs[0]], **conv))
+    if outputs[1]:
+        em.nodes.append(helper.make_node("ConvGrad", [x, dy, w], ["", outputs[1]], domain="com.microsoft", **conv))
+    if outputs[2]:
+        require(opset >= 13, f"{where}.opset", opset, "the bias gradient needs ReduceSum with axes as an input "
+                "(ai.onnx opset 13 or later)")
+        rank = em.node("Size", [em.node("Shape", [dy], "shape")], "rank")     # axes 0, 2, 3, ...: all but C
+        spatial = em.node("Range", [em.const(2, "two", np.int64), rank, em.const(1, "one", np.int64)], "spatial")
+        axes = em.node("Concat", [em.const([0], "batch", np.int64), spatial], "axes", axis=0)
+        em.nodes.append(helper.make_node("ReduceSum", [dy, axes], [outputs[2]], keepdims=0))
+    nodes = [helper.make_node("Constant", [], [t.name], value=t) for t in em.inits] + em.nodes
+    for i, n in enumerate(nodes):
+        n.name = f"{node.name or 'ConvTransposeGrad'}/lowered/{n.op_type}_{i}"
+    return nodes
 
 
 def _is_static(value_info) -> bool:
