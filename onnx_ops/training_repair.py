@@ -2,7 +2,9 @@
 
 - repair_eval_model: inference BatchNormalization in the eval model.
 - repair_training_model: MaxPoolGrad with symbolic dims -> standard ops (any float type).
-- drop_unused_initializers: no initializer that no node reads (onnxruntime warns about each at every session).
+- repair_optimizer_model: the optimizer's update flag declared as it is inferred (no shape-merge warning).
+- drop_unused_initializers: no initializer or Constant that no node reads (onnxruntime warns about each at every
+  session).
 - restamp: IR <= 10 and ai.onnx <= 21 (what onnxruntime-training 1.19.2 loads), only where no op or type changes.
 """
 from __future__ import annotations
@@ -79,6 +81,40 @@ def _drop_value_info(graph, names: set) -> None:
     keep = [v for v in graph.value_info if v.name not in names]
     del graph.value_info[:]
     graph.value_info.extend(keep)
+
+
+# -------------------------------------------------------------------------------------------- optimizer repair
+
+def repair_optimizer_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list]:
+    """A copy of an ORT optimizer model whose update flag merges its shapes quietly: onnxruntime declares the
+    optimizer node's bool flag as shape [1], its schema infers a scalar and its kernel writes [1], so every
+    Optimizer warned "Error merging shape info for output". The node now writes an undeclared tensor that a
+    Reshape to [1] turns into the declared output (same name, same value)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    declared = {v.name: v for v in out.graph.output}
+    taken = model_names(out)
+    notes, added = [], []
+    for node in out.graph.node:
+        if node.domain != "com.microsoft" or "Optimizer" not in node.op_type:
+            continue
+        for k, name in enumerate(node.output):
+            v = declared.get(name)
+            dims = v.type.tensor_type.shape.dim if v is not None else ()
+            if v is None or v.type.tensor_type.elem_type != onnx.TensorProto.BOOL or len(dims) != 1 \
+                    or dims[0].dim_value != 1:
+                continue
+            base = fresh_prefix(name, taken)
+            raw, shape = base + "_scalar", base + "_shape"
+            node.output[k] = raw
+            added += [helper.make_node("Constant", [], [shape], value=helper.make_tensor("", onnx.TensorProto.INT64,
+                                                                                           [1], [1])),
+                      helper.make_node("Reshape", [raw, shape], [name])]
+            notes.append(f"{node.name or node.op_type}: {name} written as a scalar and reshaped to its declared [1]")
+    for i, n in enumerate(added):
+        n.name = f"update_flag/{n.op_type}_{i}"
+    out.graph.node.extend(added)
+    return out, notes
 
 
 # --------------------------------------------------------------------------------------------- training repair
@@ -236,18 +272,32 @@ def _is_training_graph(model) -> bool:
 
 def drop_unused_initializers(model: onnx.ModelProto) -> list:
     """Remove (in place) the main graph's initializers that no node of any graph or function reads and that are
-    neither graph inputs nor outputs; returns their names. onnxruntime drops them too, with a warning each time
-    a session is made."""
+    neither graph inputs nor outputs, and the Constant nodes of any graph (If / Loop / Scan bodies too) whose
+    output nothing reads; returns their names. onnxruntime makes every Constant an initializer and drops the
+    unused ones, with a warning each time a session is made."""
     read = {i for g in graphs(model.graph) for n in g.node for i in n.input}
     read |= {i for f in model.functions for n in f.node for i in n.input}
-    read |= {v.name for v in list(model.graph.input) + list(model.graph.output)}
-    unused = [t.name for t in model.graph.initializer if t.name not in read]
+    read |= {v.name for g in graphs(model.graph) for v in list(g.input) + list(g.output)}
+    unused = _drop_dead_constants(model.graph, read)
+    unused += [t.name for t in model.graph.initializer if t.name not in read]
     if unused:
         keep = [t for t in model.graph.initializer if t.name in read]
         del model.graph.initializer[:]
         model.graph.initializer.extend(keep)
         _drop_value_info(model.graph, set(unused))
     return unused
+
+
+def _drop_dead_constants(graph, read: set) -> list:
+    """Remove the Constant nodes (in `graph` and its bodies) whose output is not in `read`; returns the names."""
+    dropped = []
+    for g in graphs(graph):
+        dead = [k for k, n in enumerate(g.node) if n.op_type == "Constant" and n.domain in ("", "ai.onnx")
+                and not any(o in read for o in n.output)]
+        for k in reversed(dead):
+            dropped.append(g.node[k].output[0])
+            del g.node[k]
+    return dropped
 
 
 # ---------------------------------------------------------------------------------------------------- restamp
