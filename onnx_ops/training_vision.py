@@ -51,9 +51,11 @@ def _dims(b, x: str, first: int, last: int) -> str:
 
 
 def _reduce_mean(b, x: str, axes: list) -> str:
-    if b.opset >= 18:
-        return b.op("ReduceMean", x, b.i64(axes), keepdims=1)
-    return b.op("ReduceMean", x, axes=axes, keepdims=1)
+    """ReduceSum / count: onnxruntime's ReduceMean gradient scales by the count in float32, a float64 graph too."""
+    total = b.op("ReduceSum", x, b.i64(axes), keepdims=1) if b.opset >= 13 else \
+        b.op("ReduceSum", x, axes=axes, keepdims=1)
+    count = b.op("Cast", b.op("ReduceProd", _dims(b, x, axes[0], axes[-1] + 1), keepdims=1), to=b.like)
+    return b.op("Div", total, count)
 
 
 # ------------------------------------------------------------------------------------------- InstanceNormalization
