@@ -181,8 +181,18 @@ def check_artifacts_load(folder: str, prefix: str = "", custom_op_library: str |
                     where = path["optimizer"]
                     Optimizer(path["optimizer"], module)
         except RuntimeError as e:
-            raise DescError(os.path.basename(where), "", "does not load in onnxruntime's training Module / "
-                            f"Optimizer: {_ort_reason(e)}; nothing was written to out_dir") from None
+            hint = ("; onnxruntime's CPU training build trains float32 models (its gradient accumulators, Conv and "
+                    "MatMul gradients have no float64 kernel): export the model in float32") \
+                if "(1) node" in str(e) and "Could not find an implementation" in str(e) and \
+                _holds_float64(path["training"]) else ""
+            raise DescError("artifacts", os.path.basename(where), "does not load in onnxruntime's training Module / "
+                            f"Optimizer: {_ort_reason(e)}{hint}; nothing was written to out_dir") from None
+
+
+def _holds_float64(path: str) -> bool:
+    model = onnx.load(path, load_external_data=False)
+    return any(t.data_type == onnx.TensorProto.DOUBLE for t in model.graph.initializer) or \
+        any(v.type.tensor_type.elem_type == onnx.TensorProto.DOUBLE for v in model.graph.input)
 
 
 def _ort_reason(error: Exception) -> str:

@@ -6,9 +6,10 @@ Each is the op's own formula, so the gradient onnxruntime builds from it is exac
   variance of the two-pass form, over every axis after C.
 - DepthToSpace / SpaceToDepth (PixelShuffle / PixelUnshuffle): Reshape, Transpose, Reshape, the dims read at run
   time (dynamic N / H / W).
-- AveragePool with a symbolic dim (onnxruntime's CPU AveragePoolGrad takes dX's shape from the graph): a depthwise
-  Conv with the weights 1 / kernel size, or (count_include_pad=0 with pads) a sum Conv divided by the count of
-  inputs each window reads, itself a Conv of ones. Conv's gradient (ConvGrad) takes every shape at run time.
+- AveragePool with a symbolic dim (onnxruntime's CPU AveragePoolGrad takes dX's shape from the graph): a Conv
+  over the (N*C, 1, ...) planes with the weights 1 / kernel size, or (count_include_pad=0 with pads) a sum Conv
+  divided by the count of inputs each window reads, itself a Conv of ones. Conv's gradient (ConvGrad) takes every
+  shape at run time.
 - GridSample (torch's grid_sample): per spatial axis the linear taps of torch's formulas at the data-dependent
   coordinate (i0 = floor(x), weights (i0 + 1 - x, x - i0), nearest: round half to even), padding_mode zeros /
   border / reflection with torch's gradient conventions, every corner gathered with GatherElements and summed
@@ -106,15 +107,14 @@ def space_to_depth(b, x, y):
 # ------------------------------------------------------------------------------------------------- AveragePool
 
 def average_pool(b, x, y):
-    """A depthwise Conv where X has a symbolic dim (kept as it is where every dim is known)."""
+    """A Conv with one input channel over (N*C, 1, spatial...) where X has a symbolic dim (kept as it is where every
+    dim is known). One channel, not a depthwise (group=C) Conv: onnxruntime 1.19's CPU ConvGrad of a grouped 3-D
+    Conv writes out of bounds (wrong losses, heap corruption) at some run-time shapes."""
     dims = b.shapes.get(x)
     if dims is not None and all(d is not None for d in dims):
         return None
     where = _where(b)
     rank = _rank(b, x)
-    c = dims[1]
-    require(c is not None, f"{where}.X channels", x, "must be static (the depthwise weights are sized by C) for the "
-            "AveragePool rewrite that symbolic dims need")
     require(_attr(b.node, "auto_pad", "NOTSET") == "NOTSET", f"{where}.auto_pad", _attr(b.node, "auto_pad", ""),
             "must be NOTSET (explicit pads) for AveragePool with symbolic dims; torch writes explicit pads")
     require(_attr(b.node, "ceil_mode", 0) == 0, f"{where}.ceil_mode", 1, "with symbolic dims onnxruntime's CPU "
@@ -124,15 +124,17 @@ def average_pool(b, x, y):
     n = rank - 2
     conv = dict(kernel_shape=kernel, strides=list(_attr(b.node, "strides", [1] * n)),
                 pads=list(_attr(b.node, "pads", [0] * 2 * n)), dilations=list(_attr(b.node, "dilations", [1] * n)))
-    padded = any(conv["pads"])
-    if _attr(b.node, "count_include_pad", 0) or not padded:
-        weights = b.c(np.full([c, 1] + kernel, 1.0 / np.prod(kernel)))
-        return b.op("Conv", x, weights, out=y, group=c, **conv)
-    total = b.op("Conv", x, b.c(np.ones([c, 1] + kernel)), group=c, **conv)
-    ones = b.op("ConstantOfShape", b.op("Concat", b.i64([1, 1]), _dims(b, x, 2, rank), axis=0),
-                value=helper.make_tensor("", b.like, [1], [1.0]))
-    count = b.op("Conv", ones, b.c(np.ones([1, 1] + kernel)), **conv)
-    return b.op("Div", total, count, out=y)
+    spatial = _dims(b, x, 2, rank)
+    planes = b.op("Reshape", x, b.op("Concat", b.i64([-1, 1]), spatial, axis=0))      # (N*C, 1, spatial...)
+    if _attr(b.node, "count_include_pad", 0) or not any(conv["pads"]):
+        pooled = b.op("Conv", planes, b.c(np.full([1, 1] + kernel, 1.0 / np.prod(kernel))), **conv)
+    else:
+        total = b.op("Conv", planes, b.c(np.ones([1, 1] + kernel)), **conv)
+        ones = b.op("ConstantOfShape", b.op("Concat", b.i64([1, 1]), spatial, axis=0),
+                    value=helper.make_tensor("", b.like, [1], [1.0]))
+        pooled = b.op("Div", total, b.op("Conv", ones, b.c(np.ones([1, 1] + kernel)), **conv))
+    shape = b.op("Concat", _dims(b, x, 0, 2), _dims(b, pooled, 2, rank), axis=0)
+    return b.op("Reshape", pooled, shape, out=y)
 
 
 # -------------------------------------------------------------------------------------------------- GridSample
