@@ -46,7 +46,7 @@ class ArtifactReport:
     """What generate_cpu_artifacts wrote and changed."""
     rewrites: list                                       # onnx_ops.lower.Rewrite, one per ResizeGrad
     eval_repairs: list = field(default_factory=list)     # one line per repaired eval node
-    training_repairs: list = field(default_factory=list)  # one line per rewritten training node (MaxPoolGrad)
+    training_repairs: list = field(default_factory=list)  # one line per rewritten gradient node (MaxPoolGrad, ...)
     files: list = field(default_factory=list)            # the model files written, in out_dir
     decompositions: list = field(default_factory=list)   # one line per op rewritten before the gradient graph
     restamped: list = field(default_factory=list)        # IR / opset lowered for the training build
@@ -61,7 +61,7 @@ class ArtifactReport:
             lines += [f"model: {len(self.decompositions)} op(s) without a gradient decomposed"]
             lines += [f"  {d}" for d in self.decompositions]
         if self.training_repairs:
-            lines += [f"training model: {len(self.training_repairs)} pooling gradient(s) rewritten"]
+            lines += [f"training model: {len(self.training_repairs)} gradient op(s) rewritten (MaxPoolGrad, ConvTransposeGrad)"]
             lines += [f"  {t}" for t in self.training_repairs]
         lines += [f"eval model: {len(self.eval_repairs)} node(s) repaired"] + [f"  {e}" for e in self.eval_repairs]
         if self.statistics:

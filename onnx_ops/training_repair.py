@@ -1,7 +1,8 @@
 """Repairs that make ORT's training artifacts load and train on the CPU training build.
 
 - repair_eval_model: inference BatchNormalization in the eval model.
-- repair_training_model: MaxPoolGrad with symbolic dims -> standard ops (any float type).
+- repair_training_model: MaxPoolGrad with symbolic dims -> standard ops (any float type); ConvTransposeGrad ->
+  Conv (dX), ConvGrad (dW), ReduceSum (dB).
 - repair_optimizer_model: the optimizer's update flag declared as it is inferred (no shape-merge warning).
 - drop_unused_initializers: no initializer or Constant that no node reads (onnxruntime warns about each at every
   session).
@@ -120,7 +121,8 @@ def repair_optimizer_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, lis
 # --------------------------------------------------------------------------------------------- training repair
 
 def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list]:
-    """A copy of an ORT training model whose pooling gradients run with symbolic dims.
+    """A copy of an ORT training model whose pooling gradients run with symbolic dims and whose ConvTransposeGrad
+    runs at all (conv_transpose_grad: the CPU build has no kernel for it).
 
     onnxruntime's CPU MaxPoolGrad and AveragePoolGrad take dX's shape from the graph when the session is built
     (pool_gradient_op.h, InferOutputShapes), so with a symbolic batch or image size they read the wrong shape
