@@ -61,7 +61,8 @@ class ArtifactReport:
             lines += [f"model: {len(self.decompositions)} op(s) without a gradient decomposed"]
             lines += [f"  {d}" for d in self.decompositions]
         if self.training_repairs:
-            lines += [f"training model: {len(self.training_repairs)} gradient op(s) rewritten (MaxPoolGrad, ConvTransposeGrad)"]
+            lines += [f"training model: {len(self.training_repairs)} gradient op(s) rewritten "
+                      "(MaxPoolGrad, ConvTransposeGrad)"]
             lines += [f"  {t}" for t in self.training_repairs]
         lines += [f"eval model: {len(self.eval_repairs)} node(s) repaired"] + [f"  {e}" for e in self.eval_repairs]
         if self.statistics:
