@@ -10,6 +10,7 @@ import copy
 import functools
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from dml_desc.errors import require
+from dml_desc.errors import DescError, require
 
 from .lower import lower
 from . import training_input
@@ -25,7 +26,7 @@ from .training_input import external_bytes, generate_from_path, read_model, with
 from .training_export import (check_torch_export, decompose_for_gradients, missing_parameters_hint,
                               no_gradient_error)
 from .training_repair import (drop_unused_initializers, repair_eval_file, repair_eval_model,
-                              repair_training_model, restamp)
+                              repair_optimizer_model, repair_training_model, restamp)
 from .validate import save_atomic
 
 LOSSES = ("MSELoss", "CrossEntropyLoss", "BCEWithLogitsLoss", "L1Loss")
@@ -35,6 +36,9 @@ OPTIMIZERS = ("SGD", "AdamW", "TorchAdamW")
 TORCH_ADAMW = {"alpha": 0.9, "beta": 0.999, "epsilon": 1e-8, "weight_decay": 1e-2, "correct_bias": 1,
                "adam_mode": 0}
 MODEL_FILES = ("training_model.onnx", "eval_model.onnx", "optimizer_model.onnx")
+# the default `semantics` of the training entry points: the installed onnxruntime's (the training build that will
+# load and train the artifacts), resolved when called
+INSTALLED = "installed"
 
 
 @dataclass
@@ -42,13 +46,14 @@ class ArtifactReport:
     """What generate_cpu_artifacts wrote and changed."""
     rewrites: list                                       # onnx_ops.lower.Rewrite, one per ResizeGrad
     eval_repairs: list = field(default_factory=list)     # one line per repaired eval node
-    training_repairs: list = field(default_factory=list)  # one line per rewritten training node (MaxPoolGrad)
+    training_repairs: list = field(default_factory=list)  # one line per rewritten gradient node (MaxPoolGrad, ...)
     files: list = field(default_factory=list)            # the model files written, in out_dir
     decompositions: list = field(default_factory=list)   # one line per op rewritten before the gradient graph
     restamped: list = field(default_factory=list)        # IR / opset lowered for the training build
     dropped: list = field(default_factory=list)          # unused initializers removed from the written graphs
     attention: list = field(default_factory=list)        # what the user should know (frozen BatchNorm statistics)
     statistics: list = field(default_factory=list)       # BatchNorm running statistics added to frozen_params
+    semantics: str = ""                                   # the Resize semantics the ResizeGrad lowering followed
 
     def __str__(self):
         lines = [f"{len(self.rewrites)} ResizeGrad node(s) lowered"] + [f"  {r}" for r in self.rewrites]
@@ -56,7 +61,8 @@ class ArtifactReport:
             lines += [f"model: {len(self.decompositions)} op(s) without a gradient decomposed"]
             lines += [f"  {d}" for d in self.decompositions]
         if self.training_repairs:
-            lines += [f"training model: {len(self.training_repairs)} pooling gradient(s) rewritten"]
+            lines += [f"training model: {len(self.training_repairs)} gradient op(s) rewritten "
+                      "(MaxPoolGrad, ConvTransposeGrad)"]
             lines += [f"  {t}" for t in self.training_repairs]
         lines += [f"eval model: {len(self.eval_repairs)} node(s) repaired"] + [f"  {e}" for e in self.eval_repairs]
         if self.statistics:
@@ -81,7 +87,7 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
                            loss="MSELoss", optimizer="SGD", additional_output_names: list | None = None,
                            loss_input_names: list | None = None, ort_format: bool = False, prefix: str = "",
                            custom_op_library: str | None = None, nominal_checkpoint: bool = False,
-                           semantics: str | None = None, adamw: dict | None = None) -> ArtifactReport:
+                           semantics: str | None = INSTALLED, adamw: dict | None = None) -> ArtifactReport:
     """onnxruntime.training.artifacts.generate_artifacts, then make the artifacts load and train on the CPU.
 
     model: an onnx.ModelProto or a path, with or without external data (read from the model file's folder);
@@ -95,7 +101,9 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
     adamw: with "TorchAdamW", torch.optim.AdamW arguments to change: {"betas": (b1, b2), "eps": e,
         "weight_decay": w} (the learning rate is set at run time: Optimizer.set_learning_rate).
     additional_output_names, loss_input_names, prefix, custom_op_library, nominal_checkpoint: passed through.
-    semantics: passed to onnx_ops.lower (which runtime's Resize semantics the lowered gradient follows).
+    semantics: which runtime's Resize semantics the lowered ResizeGrad follows (onnx_ops.lower). The default,
+        "installed" (None means the same), is the installed onnxruntime's: the training build that trains these
+        artifacts. One of "ort-1.19", "ort-1.27", "onnx-spec" overrides it.
     ort_format: also write .ort files. They are converted from the lowered and repaired models, because an .ort
         file cannot be lowered after the fact (and a graph with ResizeGrad cannot be converted for the CPU).
 
@@ -106,6 +114,7 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
     """
     from .run import onnxruntime_training
     artifacts = onnxruntime_training("artifacts")      # a DescError naming the extra when it is missing
+    semantics = training_semantics(semantics)
     proto, folder = read_model(model)
     _check_params(proto, requires_grad, frozen_params)
     loss = _pick(loss, artifacts.LossType, LOSSES, "loss")
@@ -115,35 +124,105 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
     proto, decomposed = decompose_for_gradients(proto)
     proto = _restamped_copy(proto, "model")
     out_dir = os.path.abspath(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    kwargs = dict(requires_grad=requires_grad, frozen_params=frozen_params, loss=loss, optimizer=optimizer,
-                  artifact_directory=out_dir, prefix=prefix, ort_format=False, custom_op_library=custom_op_library,
-                  additional_output_names=additional_output_names, nominal_checkpoint=nominal_checkpoint,
-                  loss_input_names=loss_input_names)
+    require(not os.path.exists(out_dir) or os.path.isdir(out_dir), "out_dir", out_dir, "must be a folder")
+    os.makedirs(os.path.dirname(out_dir), exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.", suffix=".partial",
+                               dir=os.path.dirname(out_dir))
+    try:
+        report = _generate(artifacts, proto, folder, staging, semantics, torch_adamw, ort_format, dict(
+            requires_grad=requires_grad, frozen_params=frozen_params, loss=loss, optimizer=optimizer,
+            artifact_directory=staging, prefix=prefix, ort_format=False, custom_op_library=custom_op_library,
+            additional_output_names=additional_output_names, nominal_checkpoint=nominal_checkpoint,
+            loss_input_names=loss_input_names))
+        check_artifacts_load(staging, prefix, custom_op_library, nominal_checkpoint, ort_format)
+        report.files = _move_into(staging, out_dir, report.files)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    report.decompositions = decomposed
+    report.statistics = statistics
+    return report
+
+
+def _generate(artifacts, proto, folder, staging, semantics, torch_adamw, ort_format, kwargs) -> ArtifactReport:
+    """onnxruntime's generate_artifacts into `staging`, then the CPU repairs (prepare_artifacts)."""
     with _quiet_onnxruntime(), _one_line_gradient_errors():
         if external_bytes(proto) >= training_input.PROTO_LIMIT:
             generate_from_path(artifacts, proto, folder, kwargs)
         else:
             artifacts.generate_artifacts(with_external_data(proto, folder), **kwargs)
+    prefix = kwargs["prefix"]
     if torch_adamw:
-        _set_adamw(os.path.join(out_dir, prefix + "optimizer_model.onnx"), torch_adamw)
-    report = prepare_artifacts(out_dir, prefix, semantics)
-    report.decompositions = decomposed
-    report.statistics = statistics
+        _set_adamw(os.path.join(staging, prefix + "optimizer_model.onnx"), torch_adamw)
+    report = prepare_artifacts(staging, prefix, semantics)
     if ort_format:
-        report.files += _to_ort(report.files, out_dir, custom_op_library)
+        report.files += _to_ort(report.files, staging, kwargs["custom_op_library"])
     return report
 
 
-def prepare_artifacts(out_dir: str, prefix: str = "", semantics: str | None = None) -> ArtifactReport:
+def check_artifacts_load(folder: str, prefix: str = "", custom_op_library: str | None = None,
+                         nominal_checkpoint: bool = False, ort_format: bool = False) -> None:
+    """Every model of an artifact folder loads in onnxruntime's training Module (training and eval models) and
+    Optimizer, the .ort forms too; a DescError naming the file and onnxruntime's reason otherwise. A nominal
+    checkpoint holds no parameter data, so only the models' sessions are checked against it."""
+    import onnxruntime
+    from onnxruntime.training.api import CheckpointState, Module, Optimizer
+    options = None
+    if custom_op_library:
+        options = onnxruntime.SessionOptions()
+        options.register_custom_ops_library(custom_op_library)
+    for ext in (".onnx", ".ort") if ort_format else (".onnx",):
+        path = {m: os.path.join(folder, f"{prefix}{m}_model{ext}") for m in ("training", "eval", "optimizer")}
+        where = path["training"]
+        try:
+            state = CheckpointState.load_checkpoint(os.path.join(folder, prefix + "checkpoint"))
+            with _quiet_onnxruntime(drop=r"\[W:onnxruntime:"):       # the user's own session shows its warnings
+                module = Module(path["training"], state, path["eval"] if os.path.isfile(path["eval"]) else None,
+                                device="cpu", session_options=options)
+                if os.path.isfile(path["optimizer"]):
+                    where = path["optimizer"]
+                    Optimizer(path["optimizer"], module)
+        except RuntimeError as e:
+            hint = ("; onnxruntime's CPU training build trains float32 models (its gradient accumulators, Conv and "
+                    "MatMul gradients have no float64 kernel): export the model in float32") \
+                if "(1) node" in str(e) and "Could not find an implementation" in str(e) and \
+                _holds_float64(path["training"]) else ""
+            raise DescError("artifacts", os.path.basename(where), "does not load in onnxruntime's training Module / "
+                            f"Optimizer: {_ort_reason(e)}{hint}; nothing was written to out_dir") from None
+
+
+def _holds_float64(path: str) -> bool:
+    model = onnx.load(path, load_external_data=False)
+    return any(t.data_type == onnx.TensorProto.DOUBLE for t in model.graph.initializer) or \
+        any(v.type.tensor_type.elem_type == onnx.TensorProto.DOUBLE for v in model.graph.input)
+
+
+def _ort_reason(error: Exception) -> str:
+    """The sentence of an onnxruntime error after its C++ location and status code."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    found = re.search(r"\[ONNXRuntimeError\] : \d+ : \w+ : (.*)", text)
+    return (found.group(1) if found else text)[:300]
+
+
+def _move_into(staging: str, out_dir: str, files: list) -> list:
+    """Move every file of `staging` into out_dir (created if need be), each by one rename; returns `files` as
+    paths in out_dir."""
+    os.makedirs(out_dir, exist_ok=True)
+    for name in sorted(os.listdir(staging)):
+        os.replace(os.path.join(staging, name), os.path.join(out_dir, name))
+    return [os.path.join(out_dir, os.path.relpath(f, staging)) for f in files]
+
+
+def prepare_artifacts(out_dir: str, prefix: str = "", semantics: str | None = INSTALLED) -> ArtifactReport:
     """Make an existing artifact folder (from generate_artifacts, ONNX files) train on the CPU training build:
     lower every ResizeGrad, rewrite MaxPoolGrad with symbolic dims (repair_training_model), repair the eval
     model, drop unused initializers and restamp IR <= 10 / opset <= 21 where the content allows (training_repair).
-    Each file is rewritten atomically, only when something changed."""
+    Each file is rewritten atomically, only when something changed. semantics: as in generate_cpu_artifacts
+    (default: the installed onnxruntime's)."""
+    semantics = training_semantics(semantics)
     paths = {name: os.path.join(out_dir, prefix + name) for name in MODEL_FILES}
     require(os.path.isfile(paths["training_model.onnx"]), "out_dir", out_dir,
             f"must hold {prefix}training_model.onnx (an artifact folder from generate_artifacts)")
-    report = ArtifactReport([])
+    report = ArtifactReport([], semantics=semantics)
     for name, path in paths.items():
         if not os.path.isfile(path):
             continue
@@ -156,6 +235,8 @@ def prepare_artifacts(out_dir: str, prefix: str = "", semantics: str | None = No
             report.attention += _frozen_statistics(model)
         elif name == "eval_model.onnx":
             model, report.eval_repairs = repair_eval_model(model)
+        else:
+            model, _ = repair_optimizer_model(model)
         if model is original:
             model = copy.deepcopy(original)
         report.dropped += [f"{prefix}{name}: {n}" for n in drop_unused_initializers(model)]
@@ -168,16 +249,23 @@ def prepare_artifacts(out_dir: str, prefix: str = "", semantics: str | None = No
     return report
 
 
+def training_semantics(semantics: str | None) -> str:
+    """The Resize semantics a training entry point lowers with: the installed onnxruntime's for "installed" or
+    None (the runtime that trains), else the named one (checked)."""
+    from dml_desc.conventions.onnx import check_semantics, installed_semantics
+    return installed_semantics() if semantics in (None, INSTALLED) else check_semantics(semantics)
+
+
 def _restamped_copy(proto, where):
     stamped = copy.deepcopy(proto)
     return stamped if restamp(stamped, where) else proto
 
 
 @contextlib.contextmanager
-def _quiet_onnxruntime():
+def _quiet_onnxruntime(drop: str = r"\[[IV]:onnxruntime:"):
     """onnxruntime-training logs dozens of INFO lines (one per graph transformer) to the process's stderr while
     it builds the gradient graph, whatever the default logger severity: stderr goes to a temporary file for the
-    duration, and only its other lines (warnings, errors) are written back."""
+    duration, and only its other lines (those not matching `drop`: warnings, errors) are written back."""
     import sys
     sys.stderr.flush()
     saved = os.dup(2)
@@ -191,7 +279,7 @@ def _quiet_onnxruntime():
             os.close(saved)
             caught.seek(0)
             kept = [line for line in caught.read().decode(errors="replace").splitlines(keepends=True)
-                    if not re.search(r"\[[IV]:onnxruntime:", line)]
+                    if not re.search(drop, line)]
             if kept:
                 sys.stderr.write("".join(kept))
 

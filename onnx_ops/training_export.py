@@ -22,6 +22,7 @@ from onnx import helper, numpy_helper
 from dml_desc.errors import DescError
 
 from .graph_walk import fresh_prefix, model_names
+from .training_vision import VISION_DECOMPOSITIONS, WHY
 
 NP = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.DOUBLE: np.float64}
 TORCH_EXPORT_FIX = ("export for training with torch.onnx.export(model.train(), ..., optimize=False): the dynamo "
@@ -34,20 +35,26 @@ def _attr(node, name, default):
 
 
 class _Builder:
-    """Emits the nodes of one decomposition, with constants in the element type of the node's input."""
+    """Emits the nodes of one decomposition, with constants in the element type of the node's input (or `dtype`).
+    `shapes` maps tensor names to their (declared or inferred) dims: ints, or None where symbolic; `opset` is the
+    model's ai.onnx opset."""
 
-    def __init__(self, node, prefix: str, dtype):
+    def __init__(self, node, prefix: str, dtype, shapes=None, opset: int = 17):
         self.node, self.prefix, self.dtype, self.nodes, self.k = node, prefix, dtype, [], 0
+        self.shapes, self.opset = shapes or {}, opset
 
     def _name(self, what):
         self.k += 1
         return f"{self.prefix}_{what}{self.k}"
 
-    def c(self, value) -> str:
+    def c(self, value, dtype=None) -> str:
         name = self._name("c")
         self.nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(
-            np.asarray(value, self.dtype), name)))
+            np.asarray(value, dtype or self.dtype), name)))
         return name
+
+    def i64(self, value) -> str:
+        return self.c(value, np.int64)
 
     def op(self, op_type, *inputs, out=None, **attrs) -> str:
         name = out or self._name(op_type.lower())
@@ -127,7 +134,7 @@ def _cast_like(b, x, y):        # the type of `like` is known here: a Cast, whic
 
 DECOMPOSITIONS = {"CastLike": _cast_like, "HardSwish": _hard_swish, "HardSigmoid": _hard_sigmoid, "Softplus": _softplus, "Mish": _mish,
                   "Elu": _elu, "Selu": _selu, "Celu": _celu, "Softsign": _softsign, "PRelu": _prelu,
-                  "ThresholdedRelu": _thresholded_relu}
+                  "ThresholdedRelu": _thresholded_relu, **VISION_DECOMPOSITIONS}
 
 
 def decompose_for_gradients(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list]:
@@ -138,7 +145,8 @@ def decompose_for_gradients(model: onnx.ModelProto) -> tuple[onnx.ModelProto, li
         return model, []
     out = onnx.ModelProto()
     out.CopyFrom(model)
-    types = _elem_types(out)
+    types, shapes = _elem_types(out)
+    opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 1)
     taken = model_names(out)
     nodes, notes = [], []
     for node in out.graph.node:
@@ -155,29 +163,39 @@ def decompose_for_gradients(model: onnx.ModelProto) -> tuple[onnx.ModelProto, li
         elif elem not in NP:
             raise DescError(f"{where}.X", data, f"has element type {elem} (unknown or not float): the "
                             f"{node.op_type} decomposition needs float16, float32 or float64")
-        b = _Builder(node, fresh_prefix(node.name or node.op_type, taken), NP.get(elem, np.float32))
+        b = _Builder(node, fresh_prefix(node.name or node.op_type, taken), NP.get(elem, np.float32), shapes, opset)
         b.like = elem
         DECOMPOSITIONS[node.op_type](b, node.input[0], node.output[0])
+        if not b.nodes:             # kept as it is (e.g. an AveragePool whose shapes are static)
+            nodes.append(node)
+            continue
         for i, n in enumerate(b.nodes):
             n.name = f"{node.name or node.op_type}/decomposed/{n.op_type}_{i}"
         nodes.extend(b.nodes)
-        notes.append(f"{node.name or node.op_type}: {node.op_type} (no gradient in onnxruntime-training) -> "
-                     f"{' '.join(n.op_type for n in b.nodes if n.op_type != 'Constant')}")
+        why = WHY.get(node.op_type, "no gradient in onnxruntime-training")
+        ops = [n.op_type for n in b.nodes if n.op_type != "Constant"]
+        spelled = " ".join(ops) if len(ops) <= 12 else f"{len(ops)} ops: {' '.join(dict.fromkeys(ops))}"
+        notes.append(f"{node.name or node.op_type}: {node.op_type} ({why}) -> {spelled}")
     del out.graph.node[:]
     out.graph.node.extend(nodes)
     return out, notes
 
 
-def _elem_types(model) -> dict:
-    """Element type by tensor name, from the model and onnx's shape inference (no data needed)."""
+def _elem_types(model) -> tuple[dict, dict]:
+    """Element type and dims (ints, None where symbolic) by tensor name, from the model and onnx's shape inference
+    (no data needed)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:           # noqa: BLE001 - inference is a help here, the declared types still count
         inferred = model
     g = inferred.graph
     types = {t.name: t.data_type for t in g.initializer}
-    types.update({v.name: v.type.tensor_type.elem_type for v in list(g.input) + list(g.output) + list(g.value_info)})
-    return types
+    shapes = {t.name: list(t.dims) for t in g.initializer}
+    for v in list(g.input) + list(g.output) + list(g.value_info):
+        types[v.name] = v.type.tensor_type.elem_type
+        if v.type.tensor_type.HasField("shape"):
+            shapes[v.name] = [d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
+    return types, shapes
 
 
 def missing_parameters_hint(model: onnx.ModelProto, missing: list) -> str:

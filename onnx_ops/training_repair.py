@@ -1,8 +1,11 @@
 """Repairs that make ORT's training artifacts load and train on the CPU training build.
 
 - repair_eval_model: inference BatchNormalization in the eval model.
-- repair_training_model: MaxPoolGrad with symbolic dims -> standard ops (any float type).
-- drop_unused_initializers: no initializer that no node reads (onnxruntime warns about each at every session).
+- repair_training_model: MaxPoolGrad with symbolic dims -> standard ops (any float type); ConvTransposeGrad ->
+  Conv (dX), ConvGrad (dW), ReduceSum (dB).
+- repair_optimizer_model: the optimizer's update flag declared as it is inferred (no shape-merge warning).
+- drop_unused_initializers: no initializer or Constant that no node reads (onnxruntime warns about each at every
+  session).
 - restamp: IR <= 10 and ai.onnx <= 21 (what onnxruntime-training 1.19.2 loads), only where no op or type changes.
 """
 from __future__ import annotations
@@ -81,10 +84,45 @@ def _drop_value_info(graph, names: set) -> None:
     graph.value_info.extend(keep)
 
 
+# -------------------------------------------------------------------------------------------- optimizer repair
+
+def repair_optimizer_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list]:
+    """A copy of an ORT optimizer model whose update flag merges its shapes quietly: onnxruntime declares the
+    optimizer node's bool flag as shape [1], its schema infers a scalar and its kernel writes [1], so every
+    Optimizer warned "Error merging shape info for output". The node now writes an undeclared tensor that a
+    Reshape to [1] turns into the declared output (same name, same value)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    declared = {v.name: v for v in out.graph.output}
+    taken = model_names(out)
+    notes, added = [], []
+    for node in out.graph.node:
+        if node.domain != "com.microsoft" or "Optimizer" not in node.op_type:
+            continue
+        for k, name in enumerate(node.output):
+            v = declared.get(name)
+            dims = v.type.tensor_type.shape.dim if v is not None else ()
+            if v is None or v.type.tensor_type.elem_type != onnx.TensorProto.BOOL or len(dims) != 1 \
+                    or dims[0].dim_value != 1:
+                continue
+            base = fresh_prefix(name, taken)
+            raw, shape = base + "_scalar", base + "_shape"
+            node.output[k] = raw
+            added += [helper.make_node("Constant", [], [shape], value=helper.make_tensor("", onnx.TensorProto.INT64,
+                                                                                           [1], [1])),
+                      helper.make_node("Reshape", [raw, shape], [name])]
+            notes.append(f"{node.name or node.op_type}: {name} written as a scalar and reshaped to its declared [1]")
+    for i, n in enumerate(added):
+        n.name = f"update_flag/{n.op_type}_{i}"
+    out.graph.node.extend(added)
+    return out, notes
+
+
 # --------------------------------------------------------------------------------------------- training repair
 
 def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list]:
-    """A copy of an ORT training model whose pooling gradients run with symbolic dims.
+    """A copy of an ORT training model whose pooling gradients run with symbolic dims and whose ConvTransposeGrad
+    runs at all (conv_transpose_grad: the CPU build has no kernel for it).
 
     onnxruntime's CPU MaxPoolGrad and AveragePoolGrad take dX's shape from the graph when the session is built
     (pool_gradient_op.h, InferOutputShapes), so with a symbolic batch or image size they read the wrong shape
@@ -100,6 +138,11 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
     opset = next((o.version for o in out.opset_import if o.domain in ("", "ai.onnx")), 1)
     nodes, notes = [], []
     for node in out.graph.node:
+        if node.op_type == "ConvTransposeGrad" and node.domain == "com.microsoft":
+            nodes.extend(conv_transpose_grad(node, fresh_prefix(node.name or "ConvTransposeGrad", taken), opset))
+            notes.append(f"{node.name or node.op_type}: ConvTransposeGrad (no CPU kernel) -> dX Conv, dW ConvGrad, "
+                         "dB ReduceSum")
+            continue
         if node.domain not in ("", "com.microsoft") or node.op_type not in ("MaxPoolGrad", "AveragePoolGrad") \
                 or node.output[0] in static:        # onnxruntime registers both in the ai.onnx domain
             nodes.append(node)
@@ -120,6 +163,41 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
     del out.graph.node[:]
     out.graph.node.extend(nodes)
     return out, notes
+
+
+def conv_transpose_grad(node, prefix: str, opset: int) -> list:
+    """ConvTransposeGrad(dY, X, W) -> (dX, dW, dB) in ops the CPU training build runs (it has no kernel for
+    ConvTransposeGrad). A ConvTranspose is the adjoint of the Conv with the same weights, strides, pads, dilations
+    and groups, so dX = Conv(dY, W) (the ConvTransposeBackwardData of dml_desc.conventions.deconv); its weight
+    gradient is that Conv's weight gradient with the roles of input and output swapped: dW = ConvGrad(dY'=X,
+    X'=dY, W)'s dW (the training build's own Conv weight-gradient kernel); dB sums dY over every axis but C.
+    output_padding only adds trailing dY rows that no Conv window of X's size reads."""
+    where = f"node {node.name or node.op_type}"
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    require(auto_pad == "NOTSET" and "output_shape" not in attrs, f"{where}.auto_pad", auto_pad,
+            "must be NOTSET with explicit pads (no output_shape) for the ConvTransposeGrad rewrite; torch's "
+            "exporters write explicit pads")
+    conv = {k: attrs[k] for k in ("strides", "pads", "dilations", "group", "kernel_shape") if k in attrs}
+    dy, x, w = node.input[:3]
+    outputs = list(node.output) + [""] * (3 - len(node.output))
+    em = Emitter(prefix, opset, np.float32)
+    if outputs[0]:
+        em.nodes.append(helper.make_node("Conv", [dy, w], [outputs[0]], **conv))
+    if outputs[1]:
+        em.nodes.append(helper.make_node("ConvGrad", [x, dy, w], ["", outputs[1]], domain="com.microsoft", **conv))
+    if outputs[2]:
+        require(opset >= 13, f"{where}.opset", opset, "the bias gradient needs ReduceSum with axes as an input "
+                "(ai.onnx opset 13 or later)")
+        rank = em.node("Size", [em.node("Shape", [dy], "shape")], "rank")     # axes 0, 2, 3, ...: all but C
+        spatial = em.node("Range", [em.const(2, "two", np.int64), rank, em.const(1, "one", np.int64)], "spatial")
+        axes = em.node("Concat", [em.const([0], "batch", np.int64), spatial], "axes", axis=0)
+        em.nodes.append(helper.make_node("ReduceSum", [dy, axes], [outputs[2]], keepdims=0))
+    nodes = [helper.make_node("Constant", [], [t.name], value=t) for t in em.inits] + em.nodes
+    for i, n in enumerate(nodes):
+        n.name = f"{node.name or 'ConvTransposeGrad'}/lowered/{n.op_type}_{i}"
+    return nodes
 
 
 def _is_static(value_info) -> bool:
@@ -196,18 +274,32 @@ def _is_training_graph(model) -> bool:
 
 def drop_unused_initializers(model: onnx.ModelProto) -> list:
     """Remove (in place) the main graph's initializers that no node of any graph or function reads and that are
-    neither graph inputs nor outputs; returns their names. onnxruntime drops them too, with a warning each time
-    a session is made."""
+    neither graph inputs nor outputs, and the Constant nodes of any graph (If / Loop / Scan bodies too) whose
+    output nothing reads; returns their names. onnxruntime makes every Constant an initializer and drops the
+    unused ones, with a warning each time a session is made."""
     read = {i for g in graphs(model.graph) for n in g.node for i in n.input}
     read |= {i for f in model.functions for n in f.node for i in n.input}
-    read |= {v.name for v in list(model.graph.input) + list(model.graph.output)}
-    unused = [t.name for t in model.graph.initializer if t.name not in read]
+    read |= {v.name for g in graphs(model.graph) for v in list(g.input) + list(g.output)}
+    unused = _drop_dead_constants(model.graph, read)
+    unused += [t.name for t in model.graph.initializer if t.name not in read]
     if unused:
         keep = [t for t in model.graph.initializer if t.name in read]
         del model.graph.initializer[:]
         model.graph.initializer.extend(keep)
         _drop_value_info(model.graph, set(unused))
     return unused
+
+
+def _drop_dead_constants(graph, read: set) -> list:
+    """Remove the Constant nodes (in `graph` and its bodies) whose output is not in `read`; returns the names."""
+    dropped = []
+    for g in graphs(graph):
+        dead = [k for k, n in enumerate(g.node) if n.op_type == "Constant" and n.domain in ("", "ai.onnx")
+                and not any(o in read for o in n.output)]
+        for k in reversed(dead):
+            dropped.append(g.node[k].output[0])
+            del g.node[k]
+    return dropped
 
 
 # ---------------------------------------------------------------------------------------------------- restamp
