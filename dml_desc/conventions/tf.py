@@ -86,6 +86,8 @@ def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
                    "and 2 are H and W); an NCHW source resizes axes 2 and 3, which TF cannot express")
     if res.antialias:
         refuse("antialias", True, "the TF v1 resize ops have no antialias")
+    if res.mode not in METHODS.values():
+        refuse("mode", res.mode.value, "the TF v1 resize ops have bilinear, nearest and bicubic only")
     method = {v: k for k, v in METHODS.items()}[res.mode]
     cands = (TfResize(list(res.in_shape), list(res.out_shape[1:3]), method, ac, hp)
              for ac, hp in ((False, True), (False, False), (True, False)))
