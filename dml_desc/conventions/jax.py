@@ -68,7 +68,10 @@ def to_canonical(t: JaxResize) -> Resampling:
         maps = _placed(shape, out, dims, axes)
         return Resampling(maps, Mode.NEAREST)
     if pytorch:
-        return Resampling(_placed(shape, out, dims, [a.with_(zero_outside=False) for a in axes]), Mode.CUBIC)
+        require(not any(a.zero_outside for a in axes), "method", t.method, "without antialias pads the edges in "
+                "scale_and_translate, and samples outside the input then read a partial, renormalised window: not "
+                "modelled here (keep the samples inside the input, or set antialias)")
+        return Resampling(_placed(shape, out, dims, axes), Mode.CUBIC)
     return filtered(_placed(shape, out, dims, axes), mode, t.antialias)
 
 
