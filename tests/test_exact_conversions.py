@@ -68,6 +68,8 @@ def test_random_torch_calls_converted_to_onnx_run_alike(seed):
             y = torch_forward(call, x)
         except (ValueError, RuntimeError):
             continue
+        if y.size == 0:             # mode='area' pools to an empty output (the project refuses it)
+            continue
         try:
             node, notes = conventions.convert("torch", "onnx", call, opset=19, semantics=INSTALLED)
             exact_ones += 1

@@ -20,7 +20,7 @@ TORCH_MODES = {"bicubic": Mode.CUBIC, "nearest": Mode.NEAREST, "nearest-exact": 
                "area": Mode.POOL}      # the rest: the linear family
 # The input dtypes a description may name. torch computes coordinates in its "opmath" type: double for float64,
 # float for the others; nearest and nearest-exact always in float (nearest_idx), whatever the dtype.
-DTYPES = ("float32", "float64", "float16", "bfloat16")
+INPUT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 @dataclass
@@ -68,7 +68,7 @@ def _validate(t: TorchInterpolate):
             flag(getattr(t, name), name)
     flag(t.antialias, "antialias")
     if t.dtype is not None:
-        one_of(t.dtype, DTYPES, "dtype")
+        one_of(t.dtype, INPUT_DTYPES, "dtype")
     require(t.align_corners is None or t.mode in INTERPOLATING, "align_corners", t.align_corners,
             "can only be set with the interpolating modes (linear, bilinear, bicubic, trilinear)")
     require(not t.antialias or t.mode in ANTIALIASED, "antialias", t.antialias,
