@@ -24,7 +24,7 @@ Scale = Union[float, Fraction]
 class Mode(str, Enum):
     """The interpolation mode of a whole map: nearest, linear (bi/trilinear per axis; the triangle filter) or cubic
     (Keys), the modes ONNX, DirectML and oneDNN share; and the filters only the framework resizes have
-    (docs/filters.md): lanczos1/3/5, gaussian, mitchellcubic and box (TF's ScaleAndTranslate, JAX, torch's
+    (docs/conventions-torch-tf.md): lanczos1/3/5, gaussian, mitchellcubic and box (TF's ScaleAndTranslate, JAX, torch's
     lanczos), area (the exact overlap of each output pixel with the input pixels: TF's resize_area, JAX's area)
     and pool (torch's mode='area', adaptive average pooling: whole input pixels, equal weights)."""
     NEAREST = "nearest"
