@@ -22,10 +22,25 @@ Scale = Union[float, Fraction]
 
 
 class Mode(str, Enum):
-    """The interpolation mode of a whole map: nearest, linear (bi/trilinear per axis) or cubic."""
+    """The interpolation mode of a whole map: nearest, linear (bi/trilinear per axis; the triangle filter) or cubic
+    (Keys), the modes ONNX, DirectML and oneDNN share; and the filters only the framework resizes have
+    (docs/conventions-torch-tf.md): lanczos1/3/5, gaussian, mitchellcubic and box (TF's ScaleAndTranslate, JAX, torch's
+    lanczos), area (the exact overlap of each output pixel with the input pixels: TF's resize_area, JAX's area)
+    and pool (torch's mode='area', adaptive average pooling: whole input pixels, equal weights)."""
     NEAREST = "nearest"
     LINEAR = "linear"
     CUBIC = "cubic"
+    LANCZOS1 = "lanczos1"
+    LANCZOS3 = "lanczos3"
+    LANCZOS5 = "lanczos5"
+    GAUSSIAN = "gaussian"
+    MITCHELLCUBIC = "mitchellcubic"
+    BOX = "box"
+    AREA = "area"
+    POOL = "pool"
+
+
+INTERPOLATION_MODES = (Mode.NEAREST, Mode.LINEAR, Mode.CUBIC)   # the modes an ONNX Resize (and DML, oneDNN) states
 
 
 class Rounding(str, Enum):
@@ -50,6 +65,8 @@ class AxisMap:
     out_offset: float = 0.0
     rounding: Rounding = Rounding.ROUND_PREFER_FLOOR
     extrapolate: bool = False   # outside [0, in-1] the forward writes a constant: zero gradient
+    zero_outside: bool = False  # a sample outside [-0.5, in-0.5] (outside every input pixel) writes 0 (TF's, JAX's
+                                # scale_and_translate with a translation)
     aa_scale: Optional[float] = None   # antialias filter scale when it differs from `scale`
     single_rounding: bool = False      # x computed in double, rounded to float32 once (not after the division)
     coords: Optional[Tuple[float, ...]] = None   # explicit x per output, where a runtime's float order matters
@@ -180,4 +197,4 @@ def ratio(num: int, den: int) -> Scale:
     return math.inf if den == 0 else Fraction(num, den)
 
 
-__all__ = ["AxisMap", "Resampling", "Mode", "Rounding", "fraction", "ratio", "DescError"]
+__all__ = ["AxisMap", "Resampling", "Mode", "INTERPOLATION_MODES", "Rounding", "fraction", "ratio", "DescError"]

@@ -185,7 +185,44 @@ def cubic_kernel(t: np.ndarray, a: float) -> np.ndarray:
     return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
-KERNELS = {Mode.LINEAR: (linear_kernel, 1.0), Mode.CUBIC: (cubic_kernel, 2.0)}
+def lanczos_kernel(radius: float):
+    """Lanczos-`radius` (TF's LanczosKernelFunc, JAX's _fill_lanczos_kernel, torch's lanczos): sinc(t) sinc(t / r)
+    for |t| <= r, 1 within 1e-3 of 0 (as they all special-case it)."""
+    def kernel(t: np.ndarray, a: float) -> np.ndarray:
+        t = np.abs(t)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = radius * np.sin(np.pi * t) * np.sin(np.pi * t / radius) / (np.pi ** 2 * t * t)
+        return np.where(t > radius, 0.0, np.where(t <= 1e-3, 1.0, y))
+    return kernel
+
+
+def gaussian_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    """TF's GaussianKernelFunc: radius 1.5, sigma = radius / 3 = 0.5: exp(-t^2 / (2 sigma^2)) for |t| < 1.5."""
+    t = np.abs(t)
+    return np.where(t < 1.5, np.exp(-t * t / (2 * 0.5 * 0.5)), 0.0)
+
+
+def mitchell_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    """Mitchell-Netravali (B = C = 1/3), TF's MitchellCubicKernelFunc; support |t| < 2."""
+    t = np.abs(t)
+    near = ((7 / 6 * t - 2) * t) * t + 8 / 9
+    far = ((-7 / 18 * t + 2) * t - 10 / 3) * t + 16 / 9
+    return np.where(t < 1, near, np.where(t < 2, far, 0.0))
+
+
+def box_kernel(t: np.ndarray, a: float) -> np.ndarray:
+    """TF's BoxKernelFunc, a point-sampled box: 1 for |t| < 0.5, 0.5 at |t| = 0.5 (radius 1)."""
+    t = np.abs(t)
+    return np.where(t < 0.5, 1.0, np.where(t == 0.5, 0.5, 0.0))
+
+
+KERNELS = {Mode.LINEAR: (linear_kernel, 1.0), Mode.CUBIC: (cubic_kernel, 2.0),
+           Mode.LANCZOS1: (lanczos_kernel(1.0), 1.0), Mode.LANCZOS3: (lanczos_kernel(3.0), 3.0),
+           Mode.LANCZOS5: (lanczos_kernel(5.0), 5.0), Mode.GAUSSIAN: (gaussian_kernel, 1.5),
+           Mode.MITCHELLCUBIC: (mitchell_kernel, 2.0), Mode.BOX: (box_kernel, 1.0)}
+# Filters that always read the taps their (stretched, with antialias) support covers, normalised: the framework
+# filters. LINEAR and CUBIC keep their fixed 2 / 4 taps unless antialias is on.
+WINDOWED = (Mode.LANCZOS1, Mode.LANCZOS3, Mode.LANCZOS5, Mode.GAUSSIAN, Mode.MITCHELLCUBIC, Mode.BOX)
 
 
 def _nearest(ax: AxisMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -194,10 +231,11 @@ def _nearest(ax: AxisMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _window(ax: AxisMap, x: np.ndarray, res: Resampling):
-    """(first tap, tap count, filter stretch, radius) for linear / cubic, plain or antialiased."""
+    """(first tap, tap count, filter stretch, radius) for linear / cubic, plain or antialiased, and the windowed
+    filters (stretched by the scale only with antialias)."""
     _, radius = KERNELS[res.mode]
-    if res.antialias:
-        stretch = min(float(ax.filter_scale), 1.0)
+    if res.antialias or res.mode in WINDOWED:
+        stretch = min(float(ax.filter_scale), 1.0) if res.antialias else 1.0
         support = radius / stretch
         return np.floor(x + 1 - support), 2 * math.ceil(support) + 1, stretch, support
     if res.mode is Mode.LINEAR:
@@ -213,13 +251,44 @@ def _filtered(ax: AxisMap, x: np.ndarray, res: Resampling) -> tuple[np.ndarray, 
     kernel, _ = KERNELS[res.mode]
     idx = first[:, None].astype(np.int64) + np.arange(count)
     w = kernel((idx - x[:, None]) * stretch, res.cubic_coeff_a)
-    if res.antialias:
+    windowed = res.antialias or res.mode in WINDOWED
+    if windowed:
         w = np.where(idx < np.floor(x + 1 + support)[:, None], w, 0.0)
     if res.exclude_outside:
         w = np.where((idx >= 0) & (idx < ax.in_size), w, 0.0)
-    if res.antialias or res.exclude_outside:
+    if windowed or res.exclude_outside:
         total = w.sum(axis=1, keepdims=True)
         w = w / np.where(total == 0, 1.0, total)
+    return idx, w
+
+
+def _area(ax: AxisMap, x: np.ndarray, res: Resampling) -> tuple[np.ndarray, np.ndarray]:
+    """Area: each output pixel, [c - w/2, c + w/2] around its centre c = x + 0.5 with w = 1 / scale input pixels,
+    weighs input pixel i by its overlap with [i, i + 1], over w (TF's resize_area, JAX's area); exclude_outside
+    renormalises over the pixels inside the input (JAX), else outside pixels fold onto the edge (TF's clamp)."""
+    width = 1.0 / float(ax.filter_scale)
+    lo, hi = x + 0.5 - width / 2, x + 0.5 + width / 2
+    count = int(math.ceil(width)) + 2
+    _check_table(len(x), count)
+    idx = np.floor(lo)[:, None].astype(np.int64) + np.arange(count)
+    w = np.clip(np.minimum(hi[:, None], idx + 1.0) - np.maximum(lo[:, None], idx), 0.0, None) / width
+    if res.exclude_outside:
+        w = np.where((idx >= 0) & (idx < ax.in_size), w, 0.0)
+        total = w.sum(axis=1, keepdims=True)
+        w = w / np.where(total == 0, 1.0, total)
+    return idx, w
+
+
+def _pool(ax: AxisMap) -> tuple[np.ndarray, np.ndarray]:
+    """torch's adaptive average pooling (mode='area'): output o averages input [floor(o*in/out), ceil((o+1)*in/out)),
+    in integers; the coordinates play no part."""
+    n, m = ax.in_size, ax.out_size
+    o = np.arange(m, dtype=np.int64)
+    start, end = (o * n) // m, ((o + 1) * n + m - 1) // m
+    count = int((end - start).max())
+    _check_table(m, count)
+    idx = start[:, None] + np.arange(count)
+    w = np.where(idx < end[:, None], 1.0 / (end - start)[:, None], 0.0)
     return idx, w
 
 
@@ -266,10 +335,16 @@ def _build_forward_taps(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
     res = Resampling((ax,), mode, a, exclude, antialias)
     if ax.is_identity:
         return Taps(np.arange(ax.in_size)[:, None], np.ones((ax.in_size, 1)), ax.in_size)
+    if mode is Mode.POOL:
+        idx, w = _pool(ax)
+        return Taps(np.clip(idx, 0, ax.in_size - 1), w, ax.in_size)
     x = coordinates(ax)
-    idx, w = _nearest(ax, x) if mode is Mode.NEAREST else _filtered(ax, x, res)
+    idx, w = _nearest(ax, x) if mode is Mode.NEAREST else _area(ax, x, res) if mode is Mode.AREA else \
+        _filtered(ax, x, res)
     if ax.extrapolate:
         w = np.where(((x < 0) | (x > ax.in_size - 1))[:, None], 0.0, w)
+    if ax.zero_outside:
+        w = np.where(((x < -0.5) | (x > ax.in_size - 0.5))[:, None], 0.0, w)
     return Taps(np.clip(idx, 0, ax.in_size - 1), w, ax.in_size)
 
 

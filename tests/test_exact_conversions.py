@@ -68,10 +68,15 @@ def test_random_torch_calls_converted_to_onnx_run_alike(seed):
             y = torch_forward(call, x)
         except (ValueError, RuntimeError):
             continue
+        if y.size == 0:             # mode='area' pools to an empty output (the project refuses it)
+            continue
         try:
             node, notes = conventions.convert("torch", "onnx", call, opset=19, semantics=INSTALLED)
             exact_ones += 1
         except ConversionError as e:
+            if t.mode in ("lanczos", "area"):       # filters ONNX Resize lacks: refused by mode
+                assert e.field == "mode"
+                continue
             assert "--tolerance" in e.rule and "max |dw|" in e.rule
             try:
                 node, notes = conventions.convert("torch", "onnx", call, opset=19, tolerance=1e-6, semantics=INSTALLED)

@@ -10,7 +10,7 @@ from dml_desc.canonical import Resampling
 from dml_desc.errors import DescError, require
 from dml_desc.reference import NUMPY_DTYPES
 
-CONVENTIONS = ("dml", "onednn", "onnx", "torch", "tf")
+CONVENTIONS = ("dml", "onednn", "onnx", "torch", "tf", "jax")
 SUITE_DTYPES = tuple(NUMPY_DTYPES)     # the suite's dtype names: f64, f32, f16, bf16 (one table)
 
 

@@ -11,7 +11,7 @@ from .base import Plugin
 
 ENTRY_POINT_GROUP = "dml_desc.backends"
 BUILTINS = ("numpy", "onnxruntime", "onnxruntime:PROVIDER", "onnxruntime-native:PROVIDER", "onednn",
-            "onednn-primitive", "torch", "py:MODULE:NAME", "c:LIB.so:SYMBOL")
+            "onednn-primitive", "torch", "tensorflow", "jax", "py:MODULE:NAME", "c:LIB.so:SYMBOL")
 
 
 def builtin_names() -> tuple:
@@ -33,6 +33,9 @@ def resolve(name: str, semantics=None, flag: str = "--backend"):
         return builtin.NumpyBackend()
     if name == "torch":
         return builtin.TorchBackend()
+    if name in ("tensorflow", "jax"):          # the `tf` / `jax` extras (conformance/backends/tensorflow.py, jax.py)
+        module = importlib.import_module(f"{__package__}.{name}")
+        return module.TensorflowBackend() if name == "tensorflow" else module.JaxBackend()
     if name in ("onednn", "onednn-graph", "onednn-primitive"):
         return builtin.OnednnBackend("primitive" if name.endswith("primitive") else "graph")
     if name == "onnxruntime" or name.startswith(("onnxruntime:", "onnxruntime-native:")):
@@ -56,7 +59,8 @@ def backend_name(name: str) -> str:
     nothing is imported), else argparse's one-line error naming the closest valid one."""
     import argparse
     plugins = list(installed_plugins())
-    known = ("numpy", "onnxruntime", "onnxruntime-native", "onednn", "onednn-graph", "onednn-primitive", "torch")
+    known = ("numpy", "onnxruntime", "onnxruntime-native", "onednn", "onednn-graph", "onednn-primitive", "torch",
+             "tensorflow", "jax")
     if name in known or name in plugins or name.startswith(("onnxruntime:", "onnxruntime-native:", "py:", "c:")):
         return name
     raise argparse.ArgumentTypeError(f"{name!r} is no backend{closest_hint(name, plugins)}")
@@ -64,7 +68,8 @@ def backend_name(name: str) -> str:
 
 def closest_hint(name: str, plugins: list) -> str:
     """' (did you mean 'onnxruntime'?)': the name sharing the longest prefix, else difflib's closest."""
-    known = ["numpy", "onnxruntime", "onnxruntime-native", "onednn", "onednn-primitive", "torch"] + plugins
+    known = ["numpy", "onnxruntime", "onnxruntime-native", "onednn", "onednn-primitive", "torch", "tensorflow",
+             "jax"] + plugins
     best = max(known, key=lambda k: (len(os.path.commonprefix([k, name])), -abs(len(k) - len(name))))
     if len(os.path.commonprefix([best, name])) >= 3:
         return f" (did you mean {best!r}?)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..canonical import Resampling
 from ..errors import DescError, parse_json, require
-from . import deconv, dml, onednn, onnx, tf, torch  # noqa: F401  (the converter modules, by name)
+from . import deconv, dml, jax, onednn, onnx, tf, torch  # noqa: F401  (the converter modules, by name)
 from .reading import Reading, Writing
 from .registry import CONVENTIONS, FORMATS, convention, family, family_of  # noqa: F401
 
@@ -99,11 +99,11 @@ def read_json(path: str) -> object:
 
 
 def guess_format(obj: object) -> str | None:
-    """The format a JSON object looks like, from its keys ('dml', 'onednn', 'onnx', 'tf', 'torch'), or None."""
+    """The format a JSON object looks like, from its keys ('dml', 'onednn', 'onnx', 'jax', 'tf', 'torch'), or None."""
     if not isinstance(obj, dict):
         return None
     for fmt, keys in (("dml", ("Operator",)), ("onednn", ("graph", "kind")), ("onnx", ("op_type", "weights_shape")),
-                      ("tf", ("method",)), ("torch", ("mode",))):
+                      ("jax", ("shape_in",)), ("tf", ("method", "kernel_type")), ("torch", ("mode",))):
         if any(k in obj for k in keys):
             return fmt
     return None
@@ -132,6 +132,6 @@ def read_description(path: str, fmt: str | None = None) -> tuple[str, object]:
     """(format, JSON object) of a description file; the format is guessed from the keys unless given."""
     obj = read_json(path)
     fmt = fmt or guess_format(obj)
-    require(fmt is not None, "FILE", path, "is no known format (no Operator, graph, op_type, method or mode "
-            "key); pass --from dml|onednn|onnx|torch|tf")
+    require(fmt is not None, "FILE", path, "is no known format (no Operator, graph, op_type, shape_in, method, "
+            "kernel_type or mode key); pass --from dml|onednn|onnx|torch|tf|jax")
     return fmt, obj

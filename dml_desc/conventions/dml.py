@@ -107,8 +107,9 @@ def _dml1_shift(rounding: Rounding) -> float:
 
 
 def _check_expressible(res: Resampling, cls) -> None:
-    if res.mode is Mode.CUBIC:
-        refuse("mode", "cubic", "DirectML resampling has no cubic mode (NEAREST_NEIGHBOR and LINEAR only)")
+    if res.mode not in (Mode.NEAREST, Mode.LINEAR):
+        refuse("mode", res.mode.value, f"DirectML resampling has no {res.mode.value} mode (NEAREST_NEIGHBOR and "
+               "LINEAR only)")
     require(len(res.axes) <= 4, "rank", len(res.axes), "DirectML resampling supports 1 to 4 dimensions")
     if res.antialias and "antialiased" not in cls.__dataclass_fields__:
         refuse("antialias", True, f"{cls.OPERATOR} has no Antialiased field (DML_OPERATOR_RESAMPLE3 has)")

@@ -258,8 +258,8 @@ def from_canonical(res: Resampling, backward: bool = True, data_format=None, dty
     """
     require(dtype in ONEDNN_DTYPES, "dtype", dtype, f"must be one of {list(ONEDNN_DTYPES)}")
     require(data_format in (None,) + FORMATS, "data_format", data_format, f"must be one of {list(FORMATS)}")
-    if res.mode is Mode.CUBIC:
-        refuse("mode", "cubic", "oneDNN interpolation has nearest and linear only")
+    if res.mode not in (Mode.NEAREST, Mode.LINEAR):
+        refuse("mode", res.mode.value, "oneDNN interpolation has nearest and linear only")
     if res.antialias:
         refuse("antialias", True, "oneDNN interpolation has no antialias")
     require(3 <= len(res.axes) <= 5, "rank", len(res.axes), "oneDNN interpolation takes 3- to 5-D tensors")

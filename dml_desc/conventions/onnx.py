@@ -253,6 +253,38 @@ def _exact_axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
     return ax.with_(exact=True)
 
 
+def _spec_axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
+    """onnx-spec: the formulas as onnx's reference evaluator (onnx.reference) evaluates them, exactly. Where they
+    differ from onnxruntime: align_corners, tf_crop_and_resize and pytorch_half_pixel read the unrounded output
+    length L = scale * in (X [1, 2], scales [1, 1.6]: L = 3.2, three outputs at x = o / 2.2), pytorch_half_pixel
+    with L == 1 reads x = -0.5, and an axis is copied only when its scale is 1 (and, tf_crop_and_resize, its roi
+    is [0, 1]): onnxruntime's copy rules (same output shape, antialias, scale-1 crops) are not the spec's."""
+    length = fraction(scale) * n_in
+    if ctm == "align_corners":
+        s = math.inf if length == 1 or n_in == 1 else (length - 1) / (n_in - 1)
+        return AxisMap(n_in, n_out, s, 0.0, 0.0, rounding, aa_scale=scale, exact=True)
+    if ctm == "pytorch_half_pixel" and length == 1:
+        return AxisMap(n_in, n_out, math.inf, Fraction(1, 2), 0.0, rounding, aa_scale=scale, exact=True)
+    if ctm == "pytorch_half_pixel" and not (n_in == n_out and scale == 1):    # L > 1: half_pixel, even for 1 output
+        return AxisMap(n_in, n_out, scale, 0.5, -0.5, rounding, exact=True)
+    if ctm == "tf_crop_and_resize":
+        start, end = (fraction(v) for v in roi_pair)
+        if scale == 1 and (start, end) == (0, 1):
+            return AxisMap.identity(n_in)
+        span = (end - start) * (n_in - 1)
+        if length == 1:
+            return AxisMap(n_in, n_out, math.inf, -(start + end) / 2 * (n_in - 1), 0.0, rounding, extrapolate=True,
+                           aa_scale=scale, exact=True)
+        if span < 0:        # a flipped roi: the coordinates, exact up to float64, run backwards
+            return AxisMap(n_in, n_out, 1.0, 0.0, 0.0, rounding, extrapolate=True, aa_scale=scale, exact=True,
+                           coords=tuple(float(start * (n_in - 1) + o * span / (length - 1)) for o in range(n_out)))
+        return AxisMap(n_in, n_out, math.inf if span == 0 else (length - 1) / span, -start * (n_in - 1), 0.0,
+                       rounding, extrapolate=True, aa_scale=scale, exact=True)
+    if n_in == n_out and scale == 1:
+        return AxisMap.identity(n_in)
+    return _exact_axis(ctm, n_in, n_out, scale, rounding, roi_pair)
+
+
 def _tf_crop_coords(n_in: int, n_out: int, start: float, end: float) -> tuple:
     """onnxruntime's float32 evaluation: start*(in-1) + (o*(end-start)*(in-1)) / (out-1), step by step."""
     f = np.float32
@@ -266,6 +298,8 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
     by name; `installed_semantics()` gives the installed onnxruntime's)."""
     semantics = check_semantics(semantics)
     opset, mode, ctm, nearest, policy = _validate(node)
+    if semantics != "onnx-spec":
+        _refuse_ort_exclude_outside(node, mode)
     axes = _axes(node)
     outs, scales = _sizes_and_scales(node, axes, policy)
     rois = _roi(node, axes) if ctm == "tf_crop_and_resize" else [None] * len(axes)
@@ -276,7 +310,8 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
     kwargs = dict(cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
                   exclude_outside=bool(node.attr("exclude_outside", 0)), antialias=bool(node.attr("antialias", 0)),
                   extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
-    if all(node.input_shape[a] == o for a, o in zip(axes, outs)) and any(s != 1 for s in scales):
+    spec = semantics == "onnx-spec"
+    if not spec and all(node.input_shape[a] == o for a, o in zip(axes, outs)) and any(s != 1 for s in scales):
         return Resampling(tuple(maps), MODES[mode], **kwargs).noted(*notes,
             "onnxruntime copies the input when the output shape equals the input shape, whatever the "
             "scales; this map follows it (the ONNX formulas would resample)")
@@ -284,24 +319,32 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
         rounding = NEAREST_MODES[nearest]
         if opset == 10:   # onnxruntime's Resize-10 rule: ceil when downsampling, truncate otherwise
             rounding = Rounding.CEIL if s < 1 else Rounding.FLOOR
-        if semantics == "onnx-spec":
+        if spec:
             s = _spec_scale(node, a, n_out, s)
-            maps[a] = _exact_axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
+            maps[a] = _spec_axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
         else:
             maps[a] = _axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
             if mode == "nearest" and rounding in (Rounding.ROUND_PREFER_FLOOR, Rounding.ROUND_PREFER_CEIL) \
                     and not maps[a].is_identity:
                 maps[a] = maps[a].with_(tie_tolerance=ORT_TIE_TOLERANCE[semantics])
-        if kwargs["antialias"] and mode != "nearest" and n_out == node.input_shape[a]:
+        if not spec and kwargs["antialias"] and mode != "nearest" and n_out == node.input_shape[a]:
             maps[a] = _antialias_copy(maps[a])     # onnxruntime's antialias kernels copy same-length axes
-        elif semantics != "onnx-spec" and n_out == node.input_shape[a] and \
+        elif not spec and n_out == node.input_shape[a] and \
                 nhwc_cubic(len(node.input_shape), mode, kwargs["antialias"], dict(zip(axes, scales))):
             maps[a] = AxisMap.identity(n_out)      # onnxruntime 1.32's NHWC cubic kernel copies same-length axes
             notes += (f"axis {a} keeps its length with scale {s}: onnxruntime's NHWC cubic kernel copies it (the "
                       "ONNX formulas and its NCHW kernels would resample it); this map follows onnxruntime",)
-    if semantics != "onnx-spec" and kwargs["antialias"] and mode != "nearest" and ctm == "tf_crop_and_resize":
+    if not spec and kwargs["antialias"] and mode != "nearest" and ctm == "tf_crop_and_resize":
         _refuse_nhwc_crop(node.input_shape, dict(zip(axes, scales)), maps, node.roi)
     return Resampling(tuple(maps), MODES[mode], **kwargs).noted(*notes)
+
+
+def _refuse_ort_exclude_outside(node: OnnxResize, mode: str) -> None:
+    """onnxruntime (1.19.2 and 1.32, measured) refuses to create a Resize with exclude_outside=1 unless the mode is
+    cubic or antialias is on: no forward runs, so there is no gradient to describe (onnx-spec reads it)."""
+    require(not node.attr("exclude_outside", 0) or mode == "cubic" or node.attr("antialias", 0), "exclude_outside",
+            1, f"with mode {mode} and no antialias is refused by onnxruntime (exclude_outside applies to cubic, or to "
+            "linear with antialias=1): drop it, or read the node with semantics onnx-spec")
 
 
 def nhwc_cubic(rank: int, mode: str, antialias: bool, scales: dict) -> bool:

@@ -4,8 +4,9 @@ How a nearest coordinate becomes an index differs between runtimes (docs/decisio
 - "ort-1.19": onnxruntime 1.19 to 1.26. x in float32; only an exact float32 k + 0.5 is a tie.
 - "ort-1.27": onnxruntime 1.27 and later (microsoft/onnxruntime#28291): the same float32 x, but
   |x - floor(x) - 0.5| <= 1e-6 is a tie, for round_prefer_floor / round_prefer_ceil.
-- "onnx-spec": the specification's formulas in exact rational arithmetic. Output lengths and
-  onnxruntime's copy rules stay as onnxruntime has them, so the shapes always agree.
+- "onnx-spec": the formulas as onnx's reference evaluator computes them, in exact rational arithmetic
+  (the unrounded output length scale * in where it reads it; no onnxruntime copy rules). Output lengths stay
+  as onnxruntime has them, so the shapes always agree.
 
 The library's ONNX functions take the semantics as an argument (`check_semantics`): their results do not depend
 on what is installed. `installed_semantics()` / `resolve_semantics(None)` are the documented default the CLI and

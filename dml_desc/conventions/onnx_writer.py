@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..canonical import Mode, Resampling, Rounding
+from ..canonical import INTERPOLATION_MODES, Mode, Resampling, Rounding
 from ..errors import DescError
 from .common import first_exact, probe_head, refuse
 from .onnx import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_canonical
@@ -25,6 +25,9 @@ def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "
     opset_schema = schema_opset(opset)
     if res.antialias and opset_schema < 18:
         refuse("antialias", True, f"Resize-{opset} has no antialias attribute (opset 18 added it)")
+    if res.mode not in INTERPOLATION_MODES:
+        refuse("mode", res.mode.value, "ONNX Resize has nearest, linear and cubic only (this filter is a framework's: "
+               "`dml-desc build --lowered` builds its gradient from the map)")
     if res.mode is Mode.CUBIC and opset_schema == 10:
         refuse("mode", "cubic", "Resize-10 has nearest and linear only")
     mapper = lambda node: to_canonical(node, semantics)      # noqa: E731

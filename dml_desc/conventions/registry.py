@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import dmljson
 from ..canonical import Resampling
 from ..errors import ConversionError, require
-from . import deconv, dml, onednn, onnx, tf, torch
+from . import deconv, dml, jax, onednn, onnx, tf, torch
 from .reading import Reading, Writing
 
 RESIZE, DECONV = "resize", "deconv"
@@ -89,12 +89,30 @@ class ForwardOnlyConvention:
         return Writing(call.to_json(), tuple(notes))
 
 
+class TfConvention(ForwardOnlyConvention):
+    """TF calls: the v1 resize ops, tf.image.resize and tf.raw_ops.ScaleAndTranslate (an "op" key picks them)."""
+
+    def __init__(self):
+        super().__init__("tf", tf, tf.TfResize)
+
+    def read(self, obj) -> Reading:
+        """The call's map (a forward: the gradient is TF's)."""
+        res = tf.read(tf.call_from_json(obj))
+        return Reading(res, False, tuple(res.notes))
+
+    def write(self, res: Resampling, backward: bool = True, **options) -> Writing:
+        """The v1 op whose map is `res`, else tf.image.resize, else ScaleAndTranslate; tolerance."""
+        call, notes = tf.write(res, **options)
+        return Writing(call.to_json(), tuple(notes))
+
+
 CONVENTIONS = {
     (RESIZE, "dml"): DmlConvention(),
     (RESIZE, "onednn"): OnednnConvention(),
     (RESIZE, "onnx"): OnnxConvention(),
     (RESIZE, "torch"): ForwardOnlyConvention("torch", torch, torch.TorchInterpolate),
-    (RESIZE, "tf"): ForwardOnlyConvention("tf", tf, tf.TfResize),
+    (RESIZE, "tf"): TfConvention(),
+    (RESIZE, "jax"): ForwardOnlyConvention("jax", jax, jax.JaxResize),
     **{(DECONV, fmt): conv for fmt, conv in deconv.CONVENTIONS.items()},
 }
 FORMATS = tuple(fmt for op, fmt in CONVENTIONS if op == RESIZE)

@@ -12,9 +12,15 @@ from ..canonical import AxisMap, Mode, Resampling, Rounding
 from ..errors import flag, int_list, is_number, one_of, require
 from .common import align_corners_axis, check_budget, dataclass_from_json, first_exact, place, refuse, reciprocal_f32
 
-SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
-MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear")
+SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3, "lanczos": 2}
+MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area")
+ANTIALIASED = ("bilinear", "bicubic", "lanczos")
 INTERPOLATING = ("linear", "bilinear", "bicubic", "trilinear")
+TORCH_MODES = {"bicubic": Mode.CUBIC, "nearest": Mode.NEAREST, "nearest-exact": Mode.NEAREST, "lanczos": Mode.LANCZOS3,
+               "area": Mode.POOL}      # the rest: the linear family
+# The input dtypes a description may name. torch computes coordinates in its "opmath" type: double for float64,
+# float for the others; nearest and nearest-exact always in float (nearest_idx), whatever the dtype.
+INPUT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 @dataclass
@@ -30,6 +36,7 @@ class TorchInterpolate:
     align_corners: Optional[bool] = None
     recompute_scale_factor: Optional[bool] = None
     antialias: bool = False
+    dtype: Optional[str] = None      # the input's dtype: float64 computes coordinates in double (None: float32)
 
     def to_json(self) -> dict:
         """The JSON form (the keyword arguments that are set, plus input_shape)."""
@@ -41,13 +48,16 @@ class TorchInterpolate:
         return dataclass_from_json(cls, obj, "torch")
 
     def kwargs(self) -> dict:
-        """The keyword arguments to pass to F.interpolate (everything but input_shape)."""
-        return {k: v for k, v in self.to_json().items() if k != "input_shape"}
+        """The keyword arguments to pass to F.interpolate (everything but input_shape and dtype)."""
+        return {k: v for k, v in self.to_json().items() if k not in ("input_shape", "dtype")}
+
+    @property
+    def double(self) -> bool:
+        """True when torch computes this call's coordinates and weights in double (a float64 input)."""
+        return self.dtype == "float64"
 
 
 def _validate(t: TorchInterpolate):
-    require(t.mode != "area", "mode", t.mode, "is adaptive average pooling (F.adaptive_avg_pool*d), whose windows "
-            "are no resampling map: dml-desc describes the interpolating modes " + ", ".join(MODES))
     one_of(t.mode, MODES, "mode")
     shape = int_list(t.input_shape, "input_shape")
     require(3 <= len(shape) <= 5, "input_shape", shape, "F.interpolate takes 3- to 5-D inputs of positive sizes")
@@ -57,10 +67,14 @@ def _validate(t: TorchInterpolate):
         if getattr(t, name) is not None:
             flag(getattr(t, name), name)
     flag(t.antialias, "antialias")
+    if t.dtype is not None:
+        one_of(t.dtype, INPUT_DTYPES, "dtype")
     require(t.align_corners is None or t.mode in INTERPOLATING, "align_corners", t.align_corners,
             "can only be set with the interpolating modes (linear, bilinear, bicubic, trilinear)")
-    require(not t.antialias or t.mode in ("bilinear", "bicubic"), "antialias", t.antialias,
-            "is only available for bilinear and bicubic")
+    require(not t.antialias or t.mode in ANTIALIASED, "antialias", t.antialias,
+            "is only available for bilinear, bicubic and lanczos")
+    require(t.mode != "lanczos" or t.antialias, "antialias", t.antialias, "must be true with mode lanczos (torch: "
+            "'Lanczos mode requires antialias=True')")
     require((t.size is None) != (t.scale_factor is None), "size/scale_factor",
             {"size": t.size, "scale_factor": t.scale_factor}, "exactly one of size and scale_factor must be given")
     require(not (t.size is not None and t.recompute_scale_factor), "recompute_scale_factor", True,
@@ -121,7 +135,7 @@ def _kernel_maps(t: TorchInterpolate, kernel: str, precision: str = "float32"):
             factors = [None] * n
     by = "size" if t.size is not None else "scale_factor"
     check_budget(shape, shape[:2] + list(outs), "input_shape", by, lambda i: f"{by}[{i - 2}]")
-    mode = {"bicubic": Mode.CUBIC, "nearest": Mode.NEAREST, "nearest-exact": Mode.NEAREST}.get(t.mode, Mode.LINEAR)
+    mode = TORCH_MODES.get(t.mode, Mode.LINEAR)
     aa = bool(t.antialias)
 
     def make(spatial) -> Resampling:
@@ -150,7 +164,7 @@ def _backward_copies(t: TorchInterpolate) -> str:
     scale_factor says: nearest (nearest_idx) and the linear family per axis; bicubic only when every spatial axis
     keeps its length; nearest-exact and the antialiased kernels never (they filter it; measured on torch 2.13:
     bilinear antialias, scale_factor 1.3 on length 2: dY [1, 2] -> dX [1.69, 1.31])."""
-    if t.mode == "nearest-exact" or t.antialias:
+    if t.mode in ("nearest-exact", "area") or t.antialias:
         return "none"
     return "all" if t.mode == "bicubic" else "each"
 
@@ -189,8 +203,33 @@ def _double_coordinates(t: TorchInterpolate, m: AxisMap, factor) -> AxisMap:
 
 def _axis(t: TorchInterpolate, n_in: int, n_out: int, factor, halves: bool = True) -> AxisMap:
     """torch's area_pixel_compute_source_index / nearest_idx as a canonical axis (`halves`: the kernel reads
-    output o of a doubled axis at o >> 1, whatever scale_factor says, as nearest_idx does)."""
+    output o of a doubled axis at o >> 1, whatever scale_factor says, as nearest_idx does). A float64 call's
+    interpolating axes carry torch's double coordinates (`_in_double`)."""
+    m = _float_axis(t, n_in, n_out, factor, halves)
+    return _in_double(t, m, n_in, n_out, factor) if t.double and t.mode not in ("nearest", "nearest-exact", "area") \
+        else m
+
+
+def _in_double(t: TorchInterpolate, m: AxisMap, n_in: int, n_out: int, factor) -> AxisMap:
+    """The axis as torch computes it for a float64 input: the source scale (1/scale_factor, in/out, or
+    (in-1)/(out-1) with align_corners) and x = scale * (o - out_offset) - in_offset, in double, not rounded to
+    float32 (area_pixel_compute_scale / _source_index with opmath_t = double)."""
+    if m.scale == math.inf:
+        return m
+    if t.align_corners:
+        source = (n_in - 1) / (n_out - 1)
+    else:
+        source = (1.0 / factor) if factor else n_in / n_out
+    o = np.arange(n_out, dtype=np.float64)
+    x = source * (o - float(m.out_offset)) - float(m.in_offset)
+    return m.with_(scale=1 / Fraction(source), coords=tuple(x.tolist()))
+
+
+def _float_axis(t: TorchInterpolate, n_in: int, n_out: int, factor, halves: bool = True) -> AxisMap:
+    """The axis as torch computes it in float (every dtype but float64, and nearest always)."""
     source_scale = (1.0 / factor) if factor else n_in / n_out    # float32 in torch
+    if t.mode == "area":          # adaptive average pooling: the windows come from the lengths alone
+        return AxisMap(n_in, n_out, Fraction(n_out, n_in), 0.5, -0.5)
     if t.mode == "nearest" and n_out == 2 * n_in and halves:    # nearest_idx: output_index >> 1, whatever the scale
         return AxisMap(n_in, n_out, Fraction(2), 0.0, 0.0, Rounding.FLOOR)
     if t.mode in ("nearest", "nearest-exact"):
@@ -216,18 +255,24 @@ def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
     if res.mode is Mode.NEAREST and res.antialias:
         refuse("antialias", True, "torch has no antialiased nearest")
     n = len(res.axes) - 2
-    modes = {Mode.NEAREST: ["nearest", "nearest-exact"], Mode.CUBIC: ["bicubic"],
-             Mode.LINEAR: [{1: "linear", 2: "bilinear", 3: "trilinear"}[n]]}[res.mode]
+    modes = {Mode.NEAREST: ["nearest", "nearest-exact"], Mode.CUBIC: ["bicubic"], Mode.LANCZOS3: ["lanczos"],
+             Mode.POOL: ["area"], Mode.LINEAR: [{1: "linear", 2: "bilinear", 3: "trilinear"}[n]]}.get(res.mode)
+    if modes is None:
+        refuse("mode", res.mode.value, "F.interpolate has no such filter (its modes: nearest, nearest-exact, "
+               "linear/bilinear/trilinear, bicubic, lanczos (lanczos3 with antialias), area (pool))")
     return first_exact(res, _candidates(res, modes, n), to_canonical, "torch F.interpolate", tolerance)
 
 
 def _candidates(res: Resampling, modes, n):
     outs = list(res.out_shape[2:])
-    for mode in modes:
-        for ac in ([False, True] if mode in INTERPOLATING else [None]):
-            yield TorchInterpolate(list(res.in_shape), mode, size=outs, align_corners=ac,
-                                   antialias=res.antialias)
-            factors = [float(a.scale) if a.scale != math.inf else 1.0 for a in res.axes[2:]]
-            if all(np.isfinite(factors)):
-                yield TorchInterpolate(list(res.in_shape), mode, scale_factor=factors, align_corners=ac,
-                                       antialias=res.antialias)
+    # a map with explicit coordinates may be a float64 call's (torch's double arithmetic): those spellings too
+    dtypes = [None, "float64"] if any(a.coords is not None for a in res.axes) else [None]
+    for dtype in dtypes:
+        for mode in modes:
+            for ac in ([False, True] if mode in INTERPOLATING else [None]):
+                yield TorchInterpolate(list(res.in_shape), mode, size=outs, align_corners=ac,
+                                       antialias=res.antialias, dtype=dtype)
+                factors = [float(a.scale) if a.scale != math.inf else 1.0 for a in res.axes[2:]]
+                if all(np.isfinite(factors)):
+                    yield TorchInterpolate(list(res.in_shape), mode, scale_factor=factors, align_corners=ac,
+                                           antialias=res.antialias, dtype=dtype)

@@ -37,7 +37,7 @@ def resize_candidates(res: Resampling):
         for a in res.resized_axes:
             axes[a] = _reverse(res.axes[a], rounding)
         yield Resampling(tuple(axes), Mode.NEAREST)
-    if res.mode is Mode.NEAREST or res.antialias or not set(res.resized_axes) <= set(range(2, rank)):
+    if res.mode not in (Mode.LINEAR, Mode.CUBIC) or res.antialias or not set(res.resized_axes) <= set(range(2, rank)):
         return
     axes = list(ident)
     for a in res.resized_axes:
