@@ -14,6 +14,8 @@ description exactly refuses with the converter's reason.
 """
 from __future__ import annotations
 
+import math
+import os
 import sys
 
 import numpy as np
@@ -93,13 +95,34 @@ def _save_npy(path: str, array: np.ndarray) -> None:
 
 
 def _load_npy(path: str, flag: str) -> np.ndarray:
-    try:
-        a = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:      # EOFError: an empty file
-        raise DescError(flag, path, f"is not a readable .npy file ({e or type(e).__name__})") from None
-    require(isinstance(a, np.ndarray), flag, path, "must be one .npy array, not an .npz archive")
-    require(a.dtype.kind in "fiu", flag, str(a.dtype), "must hold numbers")
-    return a
+    """One numeric .npy array from a regular file (dml_desc.files.open_regular: a FIFO or device is refused, never
+    read), no pickles; its header is checked against the file's size before any data is read or allocated."""
+    from dml_desc.files import open_regular
+    with open_regular(path, flag) as f:
+        try:
+            shape, dtype = _npy_header(f, path, flag)
+            data = os.fstat(f.fileno()).st_size - f.tell()
+            require(dtype.kind in "fiu", flag, str(dtype), "must hold numbers")
+            require(data == math.prod(shape) * dtype.itemsize, flag, path, f"holds {data} bytes of data; its "
+                    f"header says {list(shape)} {dtype} ({math.prod(shape) * dtype.itemsize} bytes)")
+            f.seek(0)
+            return np.load(f, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:      # EOFError: an empty file
+            if isinstance(e, DescError):
+                raise
+            raise DescError(flag, path, f"is not a readable .npy file ({e or type(e).__name__})") from None
+
+
+def _npy_header(f, path: str, flag: str) -> tuple:
+    """(shape, dtype) from an .npy header of format 1.0 or 2.0 (np.save's for numbers); an .npz is refused."""
+    from numpy.lib import format as npy
+    require(f.read(4) != b"PK\x03\x04", flag, path, "must be one .npy array, not an .npz archive")
+    f.seek(0)
+    version = npy.read_magic(f)
+    require(version in ((1, 0), (2, 0)), flag, path, f"is an .npy file of format {version[0]}.{version[1]}; an "
+            "array of numbers is written as 1.0 or 2.0 (np.save)")
+    shape, _, dtype = (npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0)(f)
+    return shape, dtype
 
 
 NPY_TYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "float32"}   # .npy has no bfloat16

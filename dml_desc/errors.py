@@ -110,7 +110,12 @@ def parse_json(text: str | bytes, where: str = "json") -> object:
                             f"is not UTF-8 (byte {e.start}): JSON must be UTF-8") from None
     require(isinstance(text, str), where, type(text).__name__, "must be JSON text")
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_int=_int_literal)
+    except _LongInteger as e:
+        pos, digits = text.find(e.literal), len(e.literal) - e.literal.startswith("-")
+        line, column = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+        raise DescError(where, f"<an integer of {digits} digits at line {line} column {column}>", "is longer "
+                        f"than any number a description holds ({MAX_INT_DIGITS} digits at most)") from None
     except json.JSONDecodeError as e:
         raise DescError(where, text[max(e.pos - 20, 0):e.pos + 20], f"is not valid JSON ({e.msg} at line "
                         f"{e.lineno} column {e.colno})") from None
@@ -128,6 +133,21 @@ def _unique_keys(pairs):
         require(key not in obj, short_key(key), value, "is given twice in one JSON object (duplicate key)")
         obj[key] = value
     return obj
+
+
+MAX_INT_DIGITS = 4300     # Python's default int <-> text limit, here on every Python version and setting
+
+
+class _LongInteger(Exception):
+    def __init__(self, literal: str):
+        self.literal = literal
+
+
+def _int_literal(literal: str) -> int:
+    """A JSON integer literal; one of more than MAX_INT_DIGITS digits is refused before int() reads it."""
+    if len(literal) - literal.startswith("-") > MAX_INT_DIGITS:
+        raise _LongInteger(literal)
+    return int(literal)
 
 
 def _no_constant(name):

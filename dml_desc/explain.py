@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from .canonical import AxisMap, Resampling
-from .errors import DescError, did_you_mean, require
+from .errors import DescError, did_you_mean, printable, require
 from .weights import coordinates, forward_taps
 
 # The ONNX coordinate_transformation_modes `--vs` takes by name (tf_crop_and_resize needs a roi: use a file).
@@ -138,6 +138,16 @@ SVG_MAX_SAMPLES = 256      # per axis, input or output: beyond this the picture 
 COLORS = ("#1f77b4", "#d62728")
 
 
+def _xml(text: str) -> str:
+    """`text` as XML character data: &, <, > escaped, and every character XML 1.0 cannot hold (control
+    characters, lone surrogates from an undecodable file name, U+FFFE/U+FFFF) and every one a terminal would act
+    on (errors.printable) shown as a \\xNN / \\uNNNN escape, so the file parses whatever the names hold."""
+    import re
+    shown = re.sub("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]",
+                   lambda m: f"\\u{ord(m.group()):04x}", printable(text))
+    return escape(shown)
+
+
 @dataclass(frozen=True)
 class _Scale:
     """Input coordinate x -> SVG pixels, shared by every panel of one axis so maps line up."""
@@ -160,7 +170,7 @@ def _svg_panel(p: AxisPicture, label: str, top: float, color: str, sx: _Scale) -
     line to every tap, thicker for a larger weight), and the output cells below, each joined to its dot."""
     ax = p.map
     y_in, y_pt, y_out = top + 45, top + 110, top + 190
-    out = [f'<text x="10" y="{top + 18}" font-size="14" font-weight="bold">{escape(label)}</text>',
+    out = [f'<text x="10" y="{top + 18}" font-size="14" font-weight="bold">{_xml(label)}</text>',
            f'<text x="10" y="{y_in + 4}" font-size="11">input</text>',
            f'<text x="10" y="{y_pt + 4}" font-size="11">x</text>',
            f'<text x="10" y="{y_out + 4}" font-size="11">output</text>',
@@ -184,7 +194,7 @@ def _svg_panel(p: AxisPicture, label: str, top: float, color: str, sx: _Scale) -
             out.append(f'<line x1="{sx(xo)}" y1="{y_pt}" x2="{sx(i)}" y2="{y_in + 14}" stroke="{color}" '
                        f'stroke-width="{round(0.5 + 2.5 * abs(w), 2)}" stroke-opacity="{round(0.3 + 0.7 * abs(w), 3)}"/>')
         out.append(f'<circle cx="{sx(xo)}" cy="{y_pt}" r="4" fill="{color}"><title>output {o}: x = '
-                   f'{escape(_num(xo))}, taps {escape(taps_text(p, o))}</title></circle>')
+                   f'{_xml(_num(xo))}, taps {_xml(taps_text(p, o))}</title></circle>')
         if label_weights:
             for k, (i, w) in enumerate(taps[:4]):
                 out.append(f'<text x="{cx}" y="{y_pt + 16 + 11 * k}" font-size="9" text-anchor="middle" '
@@ -206,14 +216,14 @@ def svg(maps: list, title: str) -> str:
                 "text output shows any size; --max-rows cuts it)")
     scales = {a: _axis_scale([p for p, _, _ in panels if p.axis == a]) for a in {p.axis for p, _, _ in panels}}
     height = 40 + PANEL_H * max(1, len(panels))
-    body = [f'<text x="10" y="24" font-size="16">{escape(title)}</text>']
+    body = [f'<text x="10" y="24" font-size="16">{_xml(title)}</text>']
     for k, (p, label, color) in enumerate(panels):
         body += _svg_panel(p, label, 40 + PANEL_H * k, color, scales[p.axis])
     if not panels:
         body.append('<text x="10" y="60" font-size="13">every axis is copied unchanged</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{int(WIDTH)}" height="{int(height)}" '
             f'viewBox="0 0 {int(WIDTH)} {int(height)}" font-family="sans-serif">\n'
-            f'<title>{escape(title)}</title>\n<rect width="100%" height="100%" fill="white"/>\n'
+            f'<title>{_xml(title)}</title>\n<rect width="100%" height="100%" fill="white"/>\n'
             + "\n".join(body) + "\n</svg>\n")
 
 

@@ -13,6 +13,8 @@
   (`stale_temp_files`).
 - `read_bounded(path, limit, what)`: a file or stdin ("-") read whole only when it is at most `limit` bytes.
 - `read_region(path, offset, length)`: bytes of a regular file, opened without following a link or blocking.
+- `open_regular(path)` / `read_regular(path, limit, what)`: a regular file only (never a FIFO, device or folder,
+  refused without blocking), opened, or read whole only when it is at most `limit` bytes.
 
 File-system failures (ENOSPC, EFBIG, EACCES, EPERM, EROFS ...) raise `FileError`, a DescError that is also an
 OSError: `errno`, `strerror` and `filename` (the user's path, never the temporary file) are those of the failure,
@@ -387,3 +389,46 @@ def read_region(path, offset: int = 0, length: int | None = None, field: str = "
         raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
     finally:
         os.close(fd)
+
+def open_regular(path, field: str = "FILE"):
+    """`path` opened for binary reading when it is a regular file (a symlink to one is fine). A folder, FIFO,
+    socket or device is refused from its type before any read and without blocking: stat, then an O_NONBLOCK
+    open checked again with fstat (it may have been replaced meanwhile). One DescError naming `field` and the
+    path otherwise."""
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise DescError(field, path, "must be a non-empty file path")
+    path = os.fspath(path)
+    try:
+        _check_regular(path, os.stat(path).st_mode, field)              # a FIFO is never opened
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
+    f = os.fdopen(fd, "rb")
+    try:
+        _check_regular(path, os.fstat(fd).st_mode, field)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+def read_regular(path, limit: int, what: str, field: str = "FILE") -> bytes:
+    """The bytes of the regular file `path` (open_regular), at most `limit` of them: a larger file is refused
+    from its size, one that grows meanwhile after `limit` + 1 bytes."""
+    rule = f"is larger than any valid {what} ({limit} bytes at most)"
+    with open_regular(path, field) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise DescError(field, os.fspath(path), f"{rule}: it has {size} bytes")
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
+    if len(data) > limit:
+        raise DescError(field, os.fspath(path), rule)
+    return data
+
+
+def _check_regular(path: str, mode: int, field: str) -> None:
+    if not stat.S_ISREG(mode):
+        raise DescError(field, path, f"cannot be read: it is {_kind(mode)}; name a regular file")

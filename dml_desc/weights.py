@@ -162,12 +162,18 @@ def snap_ties(x: np.ndarray, tolerance: float) -> np.ndarray:
     return np.where(np.abs(x - half) <= tolerance, half, x) if tolerance else x
 
 
+# Coordinates are cut to +-FAR before they become indices: every sample beyond it is outside any axis (at most
+# 2^22 long, its taps 2^26 wide) alike, and the indices stay inside int64 (an offset of 1e30, a float32 overflow).
+FAR = 2.0 ** 52
+
+
 def nearest_index(ax: AxisMap, x: np.ndarray) -> np.ndarray:
     """The input index each output reads in nearest mode (before clamping), by the axis's rounding rule,
-    tie tolerance and arithmetic (float32 or exact)."""
+    tie tolerance and arithmetic (float32 or exact); cut to +-FAR."""
     if ax.exact and ax.coords is None:
-        return np.array([EXACT_ROUND[ax.rounding](q) for q in exact_coordinates(ax)], np.int64)
-    return ROUND[ax.rounding](snap_ties(x, ax.tie_tolerance)).astype(np.int64)
+        return np.array([min(max(EXACT_ROUND[ax.rounding](q), -FAR), FAR) for q in exact_coordinates(ax)],
+                        np.int64)
+    return np.clip(ROUND[ax.rounding](snap_ties(x, ax.tie_tolerance)), -FAR, FAR).astype(np.int64)
 
 
 def linear_kernel(t: np.ndarray, a: float) -> np.ndarray:
@@ -244,8 +250,7 @@ def _window(ax: AxisMap, x: np.ndarray, res: Resampling):
 
 
 def _filtered(ax: AxisMap, x: np.ndarray, res: Resampling) -> tuple[np.ndarray, np.ndarray]:
-    if res.mode is Mode.LINEAR and not res.antialias:
-        x = np.clip(x, 0, ax.in_size - 1)
+    x = np.clip(x, 0, ax.in_size - 1) if res.mode is Mode.LINEAR and not res.antialias else np.clip(x, -FAR, FAR)
     first, count, stretch, support = _window(ax, x, res)
     _check_table(len(x), count)
     kernel, _ = KERNELS[res.mode]

@@ -7,7 +7,7 @@ from numpy.typing import DTypeLike
 from onnx import TensorProto, helper, numpy_helper
 
 from dml_desc.canonical import Resampling
-from dml_desc.conventions import onnx as onnx_conv
+from dml_desc.conventions import check_tolerance, onnx as onnx_conv
 from dml_desc.errors import ConversionError, flag, require
 
 from .model import IR_VERSION, LOWERING_OPSET, OPSET, grad_graph, stamped  # noqa: F401 (IR_VERSION: exported)
@@ -26,6 +26,7 @@ def as_onnx_resize(spec: onnx_conv.OnnxResize | Resampling, backward: bool = Tru
 
 def _spelled(spec, backward: bool, semantics: str | None, tolerance: float = 0.0) -> tuple:
     """(OnnxResize, notes) for an OnnxResize or a Resampling."""
+    tolerance = check_tolerance(tolerance)
     if isinstance(spec, onnx_conv.OnnxResize):
         onnx_conv.to_canonical(spec, semantics or onnx_conv.STAND_IN_SEMANTICS)            # validates
         return spec, ()
@@ -55,6 +56,7 @@ def build_gradient(res: Resampling, dtype: DTypeLike = np.float32, lowered: bool
     straight from the canonical map (build_lowered), with a note: a standard-op model needs no spelling."""
     require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling")
     lowered = flag(lowered, "lowered")
+    tolerance = check_tolerance(tolerance)           # also where --lowered leaves it unused
     if not lowered:
         node, notes = _spelled(res, True, semantics, tolerance)
         return _record(build_resize_grad(node, dtype, semantics=semantics), notes), tuple(notes)

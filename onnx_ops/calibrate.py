@@ -27,7 +27,7 @@ import onnx
 from onnx import helper
 
 from dml_desc.conventions.onnx import STAND_IN_SEMANTICS
-from dml_desc.errors import DescError, require
+from dml_desc.errors import DescError, did_you_mean, integer, is_number, require, short_key
 
 from .forms import FORMS, RENAMED, candidates as static_candidates, is_symbolic, signature as static_signature
 
@@ -59,32 +59,102 @@ def machine_key() -> str:
     return f"{cpu_model()} | onnxruntime {installed_runtime()}"
 
 
+MAX_CACHE_BYTES = 2 ** 26        # 64 MiB: an entry is under 1 kB; a cache past this is no cache dml-desc wrote
+CACHE_KEYS, ENTRY_KEYS = {"version", "entries"}, {"form", "ms"}
+
+
 def read_cache(path: str) -> dict:
-    """The cache file's entries ({machine key: {signature: {"form": kind, "ms": {kind: ms}}}}); {} when absent."""
+    """The cache file's entries ({machine key: {signature: {"form": kind, "ms": {kind: ms}}}}); {} when absent.
+    Only a regular file of at most MAX_CACHE_BYTES is read (a FIFO or /dev/zero is refused without blocking),
+    as strict JSON, and every entry is checked (check_cache): a one-line DescError names the file and entry."""
+    from dml_desc.errors import parse_json
+    from dml_desc.files import read_regular
     if not os.path.exists(path):
         return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise DescError("calibration", path, f"is not a readable calibration cache ({e})") from None
-    require(isinstance(doc, dict) and doc.get("version") == CACHE_VERSION and isinstance(doc.get("entries"), dict),
-            "calibration", path, f"is not a dml-desc calibration cache (version {CACHE_VERSION})")
+    data = read_regular(path, MAX_CACHE_BYTES, "calibration cache", field="calibration")
+    return check_cache(parse_json(data, f"calibration {path}"), path)
+
+
+def check_cache(doc, path: str) -> dict:
+    """The entries of a cache document, each checked: {"version": CACHE_VERSION, "entries": {machine key (text):
+    {signature (JSON object text): {"form": a form name, "ms": {form name: a finite time >= 0}}}}}, no other
+    keys. A DescError naming `path` and the entry otherwise."""
+    def check(ok: bool, where: str, value, rule: str) -> None:
+        require(ok, "calibration", path, f"{where} = {_shown(value)}: {rule}")
+    check(isinstance(doc, dict) and set(doc) == CACHE_KEYS, "the document", doc, "is not a dml-desc calibration "
+          f"cache (an object of {sorted(CACHE_KEYS)})")
+    check(type(doc["version"]) is int and doc["version"] == CACHE_VERSION, "version", doc["version"],
+          f"this dml-desc reads version {CACHE_VERSION}; run dml-desc calibrate again")
+    check(isinstance(doc["entries"], dict), "entries", doc["entries"], "must be an object of machine keys")
+    for machine, entry in doc["entries"].items():
+        where = f"entries[{_shown(machine)}]"
+        check(isinstance(machine, str) and bool(machine), where, machine, "a machine key must be non-empty text")
+        check(isinstance(entry, dict), where, entry, "must be an object of node signatures")
+        for sig, record in entry.items():
+            at = f"{where}[{_shown(sig)}]"
+            check(_is_signature(sig), at, sig, "a signature must be the text of a JSON object")
+            check(isinstance(record, dict) and "form" in record and set(record) <= ENTRY_KEYS, at, record,
+                  f'must be an object {{"form": ..., "ms": ...}} (keys {sorted(ENTRY_KEYS)})')
+            _check_form(record["form"], lambda ok, v, rule: check(ok, f"{at}.form", v, rule))
+            times = record.get("ms", {})
+            check(isinstance(times, dict), f"{at}.ms", times, "must be an object {form: milliseconds}")
+            for kind, ms in times.items():
+                _check_form(kind, lambda ok, v, rule: check(ok, f"{at}.ms", v, rule))
+                check(is_number(ms) and ms >= 0, f"{at}.ms[{_shown(kind)}]", ms, "a time must be a finite "
+                      "number >= 0")
     return doc["entries"]
 
 
+def _check_form(name, check) -> None:
+    check(isinstance(name, str) and (name in FORM_NAMES or name in RENAMED), name,
+          f"is no form dml-desc knows{did_you_mean(name, FORM_NAMES)} (one of {', '.join(FORM_NAMES)})")
+
+
+def _is_signature(sig) -> bool:
+    try:
+        return isinstance(json.loads(sig), dict)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _shown(value) -> str:
+    """A user's value in a message, cut to 60 characters: a text's repr, an object's keys, a list's length."""
+    if isinstance(value, dict):
+        return short_key(f"an object with keys {sorted(map(str, value))}")
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    text = repr(value) if isinstance(value, str) else short_key(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def choices(calibration, machine: str | None = None) -> dict:
-    """{signature: kind} for `machine` (default: this one) from a cache path (a form's former name, forms.RENAMED,
-    read as its current one), or a {signature: kind} dict as is."""
+    """{signature: kind} for `machine` (default: this one) from a cache path, or from a {signature: kind} dict
+    (checked: text keys, known form names); a form's former name (forms.RENAMED) is read as its current one."""
     if calibration is None:
         return {}
     if isinstance(calibration, dict):
-        return dict(calibration)
+        for sig, kind in calibration.items():
+            require(isinstance(sig, str), "calibration", sig, "keys must be node signatures (text)")
+            _check_form(kind, lambda ok, v, rule: require(ok, f"calibration[{_shown(sig)}]", v, rule))
+        return {sig: RENAMED.get(kind, kind) for sig, kind in calibration.items()}
     require(isinstance(calibration, (str, os.PathLike)), "calibration", type(calibration).__name__,
             "must be a cache file path or a {signature: form} dict")
     entry = read_cache(os.fspath(calibration)).get(machine or machine_key(), {})
-    return {sig: RENAMED.get(v["form"], v["form"]) for sig, v in entry.items()
-            if isinstance(v, dict) and (v.get("form") in FORM_NAMES or v.get("form") in RENAMED)}
+    return {sig: RENAMED.get(v["form"], v["form"]) for sig, v in entry.items()}
+
+
+def max_threads() -> int:
+    """The most onnxruntime intra-op threads calibrate takes: 4 x this machine's CPUs (os.cpu_count())."""
+    return 4 * (os.cpu_count() or 1)
+
+
+def check_runs(threads, rounds, names: tuple = ("threads", "rounds")) -> None:
+    """`threads`: 0 (onnxruntime's default) or 1 .. max_threads(); `rounds`: timed runs, at least 1. `names`: the
+    caller's names for them (the CLI's --threads, --rounds)."""
+    integer(threads, names[0])
+    require(0 <= threads <= max_threads(), names[0], threads, f"must be 0 (onnxruntime's default) or 1 to "
+            f"{max_threads()} (4 x the {os.cpu_count() or 1} CPUs here)")
+    integer(rounds, names[1], 1)
 
 
 def signature(attrs: dict, factors: dict, rank: int, channels, opset: int, elem: int) -> str:
@@ -103,7 +173,9 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
     """Time every candidate form of each ResizeGrad node that admits more than one (a generic form, or static
     shapes); merge the winners into the cache at `path` (default_cache()) under this machine's key. Returns one
     (signature, form, {kind: ms}) per distinct node signature. `semantics`: the ONNX semantics `lower` will be
-    given (a static node's signature holds its map under them; `dml-desc calibrate` passes the installed one's)."""
+    given (a static node's signature holds its map under them; `dml-desc calibrate` passes the installed one's).
+    `threads` and `rounds` as check_runs takes them; of equal times, the first candidate (in lower's order) wins."""
+    check_runs(threads, rounds)
     path = path or default_cache()
     found = {}
     model_info = _graph_info(model, semantics)          # shape inference once, for every node
@@ -115,7 +187,7 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
     results = []
     for sig, (candidates, single, feeds) in found.items():
         times = {kind: _time_kind(single, feeds, sig, kind, threads, rounds, semantics) for kind in candidates}
-        best = min(times, key=lambda k: (times[k], FORM_NAMES.index(k)))
+        best = min(times, key=times.get)            # the first of equal times: candidates come in the rule's order
         results.append((sig, best, times))
     _merge(path, results)
     return results
@@ -253,6 +325,8 @@ def _merge(path: str, results: list) -> None:
     for sig, best, times in results:
         entry[sig] = {"form": best, "ms": times}
     from dml_desc.files import write_atomic
+    doc = {"version": CACHE_VERSION, "entries": entries}
+    check_cache(doc, path)                                  # what is written reads again: finite times, known forms
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    text = json.dumps({"version": CACHE_VERSION, "entries": entries}, indent=1, sort_keys=True) + "\n"
+    text = json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n"
     write_atomic(path, text.encode("utf-8"), field="--cache")

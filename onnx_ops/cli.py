@@ -87,8 +87,9 @@ def cmd_lower(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure the candidate forms of each ResizeGrad of a model on this onnxruntime; cache the winners."""
     from dml_desc.conventions.onnx import resolve_semantics      # the installed onnxruntime's, as `lower`
-    from .calibrate import calibrate_model, default_cache, machine_key
+    from .calibrate import calibrate_model, check_runs, default_cache, machine_key
     from .validate import load_model
+    check_runs(args.threads, args.rounds, ("--threads", "--rounds"))
     require(os.path.exists(args.input), "IN", args.input, "does not exist")
     path = args.cache or default_cache()
     results = calibrate_model(load_model(args.input), path, threads=args.threads, rounds=args.rounds,
@@ -145,7 +146,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     ca.add_argument("input", metavar="IN.onnx")
     ca.add_argument("--cache", metavar="CACHE.json", help="the cache file (default $DML_DESC_CALIBRATION, else "
                     "~/.cache/dml-desc/calibration.json); entries are keyed by CPU model and onnxruntime version")
-    ca.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0: its default)")
-    ca.add_argument("--rounds", type=int, default=5, help="timed runs per candidate (the best counts)")
+    ca.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads: 0 (its default) or 1 to "
+                    "4 x the CPUs this machine has")
+    ca.add_argument("--rounds", type=int, default=5, help="timed runs per candidate, at least 1 (the best counts; "
+                    "a tie goes to the form the rule ranks first)")
     ca.set_defaults(func=cmd_calibrate)
 

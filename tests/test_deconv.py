@@ -207,8 +207,12 @@ def test_cli_build_and_convert(tmp_path):
 
 
 def test_a_huge_channel_count_is_refused_by_name_not_overflowed():
-    """The group rule's message names C/group without float division (an int past float range overflowed)."""
+    """A channel count past float range (it overflowed the group rule's division) is refused by its place; one
+    inside 64 bits reaches the group rule, whose message names C/group without float division."""
     obj = {"op_type": "Conv", "input_shape": [1, 10 ** 400, 4, 4], "weights_shape": [2, 3, 3, 3]}
+    with pytest.raises(DescError, match=r"input_shape\[1\]=.*must fit in 64 bits"):
+        deconv.read("onnx", obj)
+    obj["input_shape"][1] = 2 ** 63 + 1
     with pytest.raises(DescError) as info:
         deconv.read("onnx", obj)
     assert "weights_shape" in str(info.value)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..canonical import Resampling
 from ..errors import DescError, parse_json, require
 from . import deconv, dml, jax, onednn, onnx, tf, torch  # noqa: F401  (the converter modules, by name)
+from .common import check_numbers, check_tolerance  # noqa: F401  (check_tolerance: the CLI's)
 from .reading import Reading, Writing
 from .registry import CONVENTIONS, FORMATS, convention, family, family_of  # noqa: F401
 
@@ -23,6 +24,7 @@ def read(fmt: str, obj, **options) -> Reading:
     a forward one. Options: offset_reading='forward'|'swapped' (dml), semantics=... (onnx: required; the other
     formats ignore it). Bad input raises DescError naming the key."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    check_numbers(obj)
     op = family(fmt, obj)
     return convention(fmt, op).read(obj, **_for(fmt, op, options))
 
@@ -60,6 +62,7 @@ def _for(fmt: str, op: str, options: dict) -> dict:
 def load(fmt: str, obj: dict, **options) -> tuple[Resampling, bool]:
     """`read` of a resize description, as (Resampling, backward)."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    check_numbers(obj)
     reading = convention(fmt).read(obj, **_for(fmt, "resize", options))
     return reading.canonical, reading.backward
 
@@ -69,14 +72,6 @@ def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[d
     require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling (conventions.load gives one)")
     written = write(fmt, res, backward, **options)
     return written.obj, written.notes
-
-
-def check_tolerance(value) -> float:
-    """A --tolerance value: a finite number >= 0 (a bound on max |dw|, the per-axis weight difference)."""
-    from ..errors import is_number
-    require(is_number(value) and not isinstance(value, bool) and 0 <= value < 1, "tolerance", value,
-            "must be a number in [0, 1): the largest weight difference max |dw| to accept")
-    return float(value)
 
 
 def convert(src: str, dst: str, obj: dict, semantics=None, **options) -> tuple[dict, tuple]:
@@ -92,9 +87,11 @@ MAX_JSON_BYTES = 4 * 2 ** 20     # a description is a few kB; a oneDNN graph of 
 
 def read_json(path: str) -> object:
     """A JSON file (or "-" for stdin), read strictly: UTF-8, no duplicate keys, bounded nesting, and at most
-    MAX_JSON_BYTES (/dev/zero or an endless stdin is refused, not read until memory runs out)."""
-    from ..files import read_bounded
-    data = read_bounded(path, MAX_JSON_BYTES, "JSON description")
+    MAX_JSON_BYTES (an endless stdin is refused, not read until memory runs out). A file must be a regular one
+    (files.read_regular: /dev/zero or a FIFO is refused without blocking; a pipe goes to stdin)."""
+    from ..files import read_bounded, read_regular
+    read = read_bounded if path == "-" else read_regular
+    data = read(path, MAX_JSON_BYTES, "JSON description")
     return parse_json(data, f"FILE {path}")       # strict: UTF-8, no duplicate keys, bounded nesting
 
 

@@ -4,8 +4,49 @@ from __future__ import annotations
 import math
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding, ratio
-from ..errors import ConversionError, DescError
+from ..errors import ConversionError, DescError, require, short_key
 from ..weights import same_weights
+
+
+INT_RANGE = (-2 ** 63, 2 ** 64 - 1)      # the widest integers the conventions hold: int64 dims, DML's UINT64 size
+
+
+def check_numbers(obj) -> None:
+    """Every number a description holds, wherever it is: an integer within INT_RANGE and a float finite, else a
+    DescError naming its place (e.g. InputPixelOffsets[0]), before a converter computes with it. Iterative (no
+    recursion limit), each container visited once (a Python object may hold itself)."""
+    import numbers
+    stack, seen = [(obj, "")], set()
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, (dict, list, tuple)):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                stack.append((item, f"{where}[{key}]" if not isinstance(value, dict) else
+                              f"{where}.{short_key(key)}" if where else short_key(key)))
+        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            require(INT_RANGE[0] <= value <= INT_RANGE[1], where or "description", value, "is out of range: an "
+                    "integer in a description must fit in 64 bits (-2^63 .. 2^64-1)")
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            require(_finite(value), where or "description", value, "must be a finite number")
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except (OverflowError, ValueError):       # a Fraction beyond float64's range
+        return False
+
+
+def check_tolerance(value) -> float:
+    """A --tolerance value: a finite number >= 0 (a bound on max |dw|, the per-axis weight difference)."""
+    from ..errors import is_number
+    require(is_number(value) and not isinstance(value, bool) and 0 <= value < 1, "tolerance", value,
+            "must be a number in [0, 1): the largest weight difference max |dw| to accept")
+    return float(value)
 
 
 def refuse(field: str, value, reason: str):
@@ -117,6 +158,7 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str, toleranc
     """The first candidate whose canonical form is `res` exactly; else one equal for these shapes; else, with
     `tolerance` > 0, the closest candidate whose weights are within it (with a note giving the bound). Refuses
     with the most telling reason, naming the closest spelling and the weight difference it would make."""
+    tolerance = check_tolerance(tolerance)
     errors, best, near = [], None, []
     for cand in candidates:
         try:

@@ -15,7 +15,7 @@ from ..convolution import DML_CONVOLUTION_OPERATOR_DESC, conv_out_size, deconv_o
 from ..enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE
 from ..errors import integer, int_list, one_of, require, short_key
 from ..tensor import DML_BUFFER_TENSOR_DESC
-from .common import refuse
+from .common import check_numbers, refuse
 from .reading import Reading, Writing
 from .onnx import DEFAULT_OPSET
 from .onednn import attrs_of, check_dtypes, find_op, known_attrs, graph_document, logical_tensor, shape_of
@@ -371,7 +371,9 @@ def _read_onnx(obj) -> ConvSpec:
 
 def read(fmt: str, obj) -> Reading:
     """ConvTransposeBackwardData read from format `fmt` (the registry's deconv convention for it)."""
-    return _convention(fmt).read(obj)
+    convention = _convention(fmt)
+    check_numbers(obj)
+    return convention.read(obj)
 
 
 def write(fmt: str, reading: Reading, **options) -> Writing:
