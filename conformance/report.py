@@ -55,7 +55,10 @@ figcaption{font-size:12px;color:#555}.versions{color:#666}"""
 
 
 def _e(value) -> str:
-    return html.escape(str(value))
+    """`value` as HTML text: printable's escapes first (control characters, lone surrogates, which UTF-8 cannot
+    encode, and bidi controls), then HTML's."""
+    from dml_desc.errors import printable
+    return html.escape(printable(str(value)))
 
 
 def _matrix(records) -> str:
