@@ -1,5 +1,9 @@
 import sys
 
-from .cli import main
+from .import_guard import take_working_folder_off
+
+take_working_folder_off()       # before anything else is imported: nothing comes from a stray file in the working folder
+
+from .cli import main  # noqa: E402
 
 sys.exit(main())

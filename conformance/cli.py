@@ -11,6 +11,7 @@ import sys
 import time
 
 from .backends.base import SUITE_DTYPES
+from .backends.worker import DEFAULT_CASE_TIMEOUT, close_all
 
 # The backend families users type, each naming the suite's backends by prefix (order matters: CUDA first). A
 # suite backend name (onnxruntime:CPUExecutionProvider, ort-cpu-deconv, ...) is accepted too, as an alias of
@@ -48,10 +49,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", dest="html_path", metavar="PATH", help="write a self-contained HTML report: the "
                    "backend x convention x mode matrix, every failure with its description and pictures")
     p.add_argument("--quiet", action="store_true", help="print only failures and the summary line")
-    p.add_argument("--fuzz", type=int, default=None, metavar="N",
+    p.add_argument("--fuzz", type=bounded_int(0, MAX_FUZZ), default=None, metavar="N",
                    help="randomized adjoint cases (conformance/adjoint/) judged against onnxruntime's own Resize "
-                   "transposed (default 12)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="the adjoint cases' seed (default 0)")
+                   f"transposed (default 12; 0 to {MAX_FUZZ})")
+    p.add_argument("--seed", type=bounded_int(0, None), default=0, metavar="S",
+                   help="the adjoint cases' seed, an integer >= 0 (default 0)")
+    p.add_argument("--case-timeout", type=seconds, default=DEFAULT_CASE_TIMEOUT, metavar="SECONDS",
+                   help="a plug-in case (py:, c:, an installed plug-in) running longer fails, and its worker "
+                   f"process is restarted (default {DEFAULT_CASE_TIMEOUT:g}; see docs/own-kernel.md)")
     p.add_argument("--save-failures", dest="save_dir", metavar="DIR", help="write each failure to DIR/CASE/: "
                    "description.json, dy.npy, expected.npy, got.npy (and case.txt with the commands that rerun it)")
     p.add_argument("--unsupported-fails", action="store_true", help="count the cases a kernel does not implement "
@@ -59,6 +64,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--semantics", choices=("ort-1.19", "ort-1.27", "onnx-spec"),
                    help="the ONNX Resize semantics to check against (nearest tie rule); default: the installed "
                    "onnxruntime's (ort-1.19 up to 1.26, ort-1.27 from 1.27)")
+
+
+MAX_FUZZ = 100_000          # --fuzz's bound (100,000 drawn cases run for hours)
+
+
+def bounded_int(low: int, high):
+    """An argparse `type=`: an integer in low..high (high None: no upper bound), else argparse's one-line error."""
+    def parse(text: str) -> int:
+        rule = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {rule}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {rule}")
+        return value
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse `type=` for --case-timeout: a finite number of seconds > 0."""
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds > 0 (e.g. 60)")
+    return value
 
 
 def add_command(sub: argparse._SubParsersAction) -> None:
@@ -70,8 +104,16 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=run)
 
 
-def _matches_backend(backend: str, wanted) -> bool:
-    return any(backend == w or family(backend) == w for w in wanted)
+def _matches_backend(backend: str, wanted, aliases=None) -> bool:
+    """Whether `backend` is one of the wanted names (a family, a suite name, or a plug-in's spec in `aliases`)."""
+    return any(backend == w or family(backend) == w or (aliases or {}).get(w) == backend for w in wanted)
+
+
+def plugin_workers(extras, semantics, timeout) -> list:
+    """The extra backends with each plug-in (py:, c:, an installed plug-in) started in its worker process
+    (conformance/backends/worker.py); the other names stay names."""
+    from .backends.worker import is_plugin, load
+    return [load(b, semantics, timeout) if is_plugin(b) else b for b in extras]
 
 
 def extra_backends(names) -> list:
@@ -99,11 +141,12 @@ SUITE_NAMES = ("numpy", "converter", "ort-cpu", "ort-cpu-deconv", "torch-autogra
                "onnxruntime-native:CUDAExecutionProvider", "torch")
 
 
-def _selected(checks, args) -> list:
-    """The checks the filters select; a filter that matches nothing is a UsageError naming the valid values."""
+def _selected(checks, args, aliases=None) -> list:
+    """The checks the filters select; a filter that matches nothing is a UsageError naming the valid values.
+    `aliases`: {spec: the name its backend records}, for a plug-in that names itself."""
     if args.backend:
         for name in args.backend:
-            if not any(_matches_backend(c.backend, [name]) for c in checks):
+            if not any(_matches_backend(c.backend, [name], aliases) for c in checks):
                 from .backends.registry import closest_hint
                 state = "has no checks in this catalog" if name in BACKEND_FAMILIES else \
                     f"is no backend{closest_hint(name, [])}"
@@ -113,7 +156,7 @@ def _selected(checks, args) -> list:
     if args.pattern and not any(_name_matches(c.case, args.pattern) for c in checks):
         raise UsageError(f"-k {args.pattern!r} matches no case name; `--list` prints all {len(checks)} checks")
     out = [c for c in checks if (not args.pattern or _name_matches(c.case, args.pattern))
-           and (not args.backend or _matches_backend(c.backend, args.backend))
+           and (not args.backend or _matches_backend(c.backend, args.backend, aliases))
            and (not args.dtype or c.dtype in args.dtype)]
     if not out:
         raise UsageError("the filters together (" + " ".join(_filters(args)) + ") match no check; "
@@ -160,8 +203,6 @@ def _versions(semantics=None) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Run the selected checks; print the table (or only failures with --quiet) and the summary lines.
     Exit 1 when a check failed or nothing passed, 2 on a usage error."""
-    from .suite import catalog, run_check
-    from dml_desc.conventions.onnx import describe_semantics
     for flag, path in (("--json", args.json_path), ("--junit", args.junit_path),
                        ("--html", getattr(args, "html_path", None))):
         _check_writable(flag, path)       # before the suite runs, not after
@@ -170,7 +211,18 @@ def run(args: argparse.Namespace) -> int:
         _check_folder(save_dir)
     start = time.time()
     semantics = getattr(args, "semantics", None)
-    extras = extra_backends(args.backend)
+    timeout = getattr(args, "case_timeout", DEFAULT_CASE_TIMEOUT)
+    extras = plugin_workers(extra_backends(args.backend), semantics, timeout)
+    try:
+        return _run_suite(args, extras, start, semantics)
+    finally:
+        close_all(extras)
+
+
+def _run_suite(args, extras, start, semantics) -> int:
+    """The run itself, on the extra backends (names, or plug-ins in their workers)."""
+    from .suite import catalog, run_check
+    from dml_desc.conventions.onnx import describe_semantics
     checks = catalog(args.full, semantics, extras)
     from .adjoint import DEFAULT_N, adjoint_checks, backend_adjoint_checks, may_match    # the randomized adjoint section
     n, seed = DEFAULT_N if getattr(args, "fuzz", None) is None else args.fuzz, getattr(args, "seed", 0)
@@ -182,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         _list_backends(checks)
         return 0
     try:
-        checks = _selected(checks, args)
+        checks = _selected(checks, args, {b.spec: b.name for b in extras if hasattr(b, "spec")})
     except UsageError as e:
         print(f"dml-desc: error: {e}", file=sys.stderr)
         return 2
@@ -396,24 +448,34 @@ def _junit(records, path) -> None:
                        failures=str(sum(r.status == "fail" for r in records)),
                        skipped=str(sum(r.status == "skip" for r in records)))
     for r in records:
-        case = ET.SubElement(suite, "testcase", classname=f"{r.convention}.{r.backend}.{r.dtype}", name=r.case)
+        case = ET.SubElement(suite, "testcase", classname=xml_text(f"{r.convention}.{r.backend}.{r.dtype}"),
+                             name=xml_text(r.case))
         props = ET.SubElement(case, "properties")
         for key in ("backend", "convention", "dtype", "oracle"):
-            ET.SubElement(props, "property", name=key, value=str(getattr(r, key)))
+            ET.SubElement(props, "property", name=key, value=xml_text(getattr(r, key)))
         if r.status == "fail":
-            failure = ET.SubElement(case, "failure", message=r.reason)
+            failure = ET.SubElement(case, "failure", message=xml_text(r.reason))
             if r.description is not None:
-                failure.text = json.dumps(r.description, default=_jsonable)
+                failure.text = xml_text(json.dumps(r.description, default=_jsonable))
         elif r.status in ("skip", "unsupported"):
-            ET.SubElement(case, "skipped", message=r.reason)
+            ET.SubElement(case, "skipped", message=xml_text(r.reason))
     _write(path, ET.tostring(suite, encoding="unicode", xml_declaration=True), field="--junit")
+
+
+def xml_text(value) -> str:
+    """`value` as text XML 1.0 can hold: dml_desc.errors.printable's escapes (control characters, lone
+    surrogates, bidi controls), and U+FFFE / U+FFFF, which XML excludes too, as \\ufffe / \\uffff."""
+    from dml_desc.errors import printable
+    return printable(str(value)).replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m conformance [options]`; the same options as `dml-desc conformance`."""
     from dml_desc import __version__
-    p = argparse.ArgumentParser(prog="python -m conformance", description="dml-desc conformance suite. Exit 0 "
-                                "when nothing failed, 1 when a check failed, 2 when a filter matches nothing.")
+    from dml_desc.cli import OneLineParser        # usage errors as one line, as `dml-desc conformance` has them
+    p = OneLineParser(prog="dml-desc conformance", usage="python -m conformance [options]",
+                      description="dml-desc conformance suite. Exit 0 when nothing failed, 1 when a check failed, "
+                      "2 when a filter matches nothing.")
     p.add_argument("--version", action="version", version=f"dml-desc conformance {__version__}")
     add_arguments(p)
     from dml_desc.boundary import guarded   # the one error boundary: one line and exit 2 on bad input

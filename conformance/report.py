@@ -56,7 +56,10 @@ td.c{text-align:center;font-variant-numeric:tabular-nums}.ok{background:#dff3df}
 
 
 def _e(value) -> str:
-    return html.escape(str(value))
+    """`value` as HTML text: printable's escapes first (control characters, lone surrogates, which UTF-8 cannot
+    encode, and bidi controls), then HTML's."""
+    from dml_desc.errors import printable
+    return html.escape(printable(str(value)))
 
 
 def _matrix(records) -> str:

@@ -154,20 +154,24 @@ def _typed(a, dtype: str) -> np.ndarray:
 def run_resample(backend: str, res, dy, dtype: str, api=None) -> tuple:
     """(dX, 'backend version, API') for the gradient of canonical `res` on the backend `backend` names,
     through the description of `res` in that backend's convention (refused with the converter's reason)."""
-    from .backends import resolve, to_description
+    from .backends import to_description
+    from .backends.worker import close_all, load
     require(tuple(dy.shape) == res.out_shape, "--dy", list(dy.shape), f"must have the output shape "
             f"{list(res.out_shape)} of the description")
-    b = resolve("onednn-primitive" if backend == "onednn" and api == "primitive" else backend)
-    reason = b.available()
-    require(reason is None, "--backend", backend, f"cannot run here: {reason}")
-    require(dtype in b.dtypes, "--dtype", dtype, f"{b.name} runs {', '.join(b.dtypes)}")
-    if hasattr(b, "run_canonical") and not b.native:    # lowered onnxruntime: built from the map itself
-        out, notes = b.run_canonical(res, _typed(dy, dtype), dtype)
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
-    else:
-        out = b.run(to_description(res, b.convention), _typed(dy, dtype), dtype)
-    return out, (b.info() if hasattr(b, "info") else b.name)
+    b = load("onednn-primitive" if backend == "onednn" and api == "primitive" else backend, timeout=None)
+    try:                                # a plug-in runs in its worker process, with no time limit here
+        reason = b.available()
+        require(reason is None, "--backend", backend, f"cannot run here: {reason}")
+        require(dtype in b.dtypes, "--dtype", dtype, f"{b.name} runs {', '.join(b.dtypes)}")
+        if hasattr(b, "run_canonical") and not b.native:    # lowered onnxruntime: built from the map itself
+            out, notes = b.run_canonical(res, _typed(dy, dtype), dtype)
+            for note in notes:
+                print(f"note: {note}", file=sys.stderr)
+        else:
+            out = b.run(to_description(res, b.convention), _typed(dy, dtype), dtype)
+        return out, (b.info() if hasattr(b, "info") else b.name)
+    finally:
+        close_all([b])
 
 
 def _torch():

@@ -14,6 +14,7 @@ with the converter's reason; built-ins and plug-ins are the same thing to it. Na
   numpy, onnxruntime (lowered, CPU), onnxruntime:PROVIDER (lowered, on that execution provider),
   onnxruntime-native:PROVIDER (the com.microsoft ResizeGrad kernel), onednn, torch,
   py:MODULE:NAME (a plug-in: see Plugin), or a name from the `dml_desc.backends` entry-point group.
+The command lines run a plug-in in a worker process of its own (worker.py: worker.load(name) instead of resolve).
 """
 from __future__ import annotations
 

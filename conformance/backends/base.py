@@ -44,6 +44,15 @@ def to_description(res: Resampling, convention: str, semantics: Optional[str] = 
     return conventions.dump(convention, res, backward=True, semantics=semantics)[0]
 
 
+def checked_interface(name: str, convention, dtypes) -> tuple:
+    """(convention, dtypes) a plug-in named `name` declares, checked: one of the description formats, and a
+    non-empty tuple of suite dtype names."""
+    require(convention in CONVENTIONS, f"{name}.convention", convention, f"must be one of {', '.join(CONVENTIONS)}")
+    require(isinstance(dtypes, (tuple, list)) and len(dtypes) > 0 and all(d in SUITE_DTYPES for d in dtypes),
+            f"{name}.dtypes", dtypes, f"must be a non-empty tuple of {', '.join(SUITE_DTYPES)}")
+    return convention, tuple(dtypes)
+
+
 class Plugin(Backend):
     """A user's function as a backend: `fn(dy, description) -> dX`; `fn.convention` (default 'onnx'),
     `fn.dtypes` (default ('f32',)) and `fn.supports` (what it implements: conformance.support; default everything)
@@ -52,13 +61,8 @@ class Plugin(Backend):
     def __init__(self, fn: Callable, name: str):
         require(callable(fn), "--backend", name, "must name a callable: fn(dy, description) -> dX")
         self.fn, self.name = fn, name
-        self.convention = getattr(fn, "convention", "onnx")
-        require(self.convention in CONVENTIONS, f"{name}.convention", self.convention,
-                f"must be one of {', '.join(CONVENTIONS)}")
-        dtypes = getattr(fn, "dtypes", ("f32",))
-        require(isinstance(dtypes, (tuple, list)) and len(dtypes) > 0 and all(d in SUITE_DTYPES for d in dtypes),
-                f"{name}.dtypes", dtypes, f"must be a non-empty tuple of {', '.join(SUITE_DTYPES)}")
-        self.dtypes = tuple(dtypes)
+        self.convention, self.dtypes = checked_interface(name, getattr(fn, "convention", "onnx"),
+                                                         getattr(fn, "dtypes", ("f32",)))
         from ..support import declared
         self.supports = declared(getattr(fn, "supports", None), name)     # what it implements (None: everything)
 

@@ -7,7 +7,7 @@ import sys
 
 from dml_desc.errors import DescError, require
 
-from .base import Plugin
+from .base import Backend, Plugin
 
 ENTRY_POINT_GROUP = "dml_desc.backends"
 BUILTINS = ("numpy", "onnxruntime", "onnxruntime:PROVIDER", "onnxruntime-native:PROVIDER", "onednn",
@@ -49,7 +49,7 @@ def resolve(name: str, semantics=None, flag: str = "--backend"):
         return native_backend(name, flag)
     plugins = installed_plugins()
     if name in plugins:
-        return _loaded(plugins[name].load(), name)
+        return _loaded(_imported(flag, name, "entry point", plugins[name].value, plugins[name].load), name, flag)
     raise DescError(flag, name, f"is no backend{closest_hint(name, list(plugins))}; the backends are "
                     f"{', '.join(BUILTINS + tuple(plugins))}")
 
@@ -90,27 +90,39 @@ def _provider(provider: str, name: str, flag: str) -> str:
 
 
 def _plugin(name: str, flag: str):
-    """`py:MODULE:NAME`: import MODULE (the working folder is importable) and take its attribute NAME."""
+    """`py:MODULE:NAME`: import MODULE and take its attribute NAME. The working folder is importable, at the end
+    of sys.path: a module there never shadows one installed (docs/security.md, Plug-ins)."""
     parts = name.split(":")
     require(len(parts) == 3 and all(parts[1:]), flag, name, "must be py:MODULE:NAME (e.g. py:my_kernel:resize_grad)")
     _, module, attr = parts
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as e:
-        raise DescError(flag, name, f"cannot import module {module!r}: {e}") from None
-    except Exception as e:          # the user's module raised while importing: say so, on one line
-        raise DescError(flag, name, f"importing {module!r} raised {type(e).__name__}: {e}") from None
+    from ..import_guard import is_working_folder
+    if not any(is_working_folder(p) for p in sys.path):
+        sys.path.append(os.getcwd())
+    mod = _imported(flag, name, "module", module, lambda: importlib.import_module(module))
     require(hasattr(mod, attr), flag, name, f"module {module!r} has no attribute {attr!r}")
-    return _loaded(getattr(mod, attr), name)
+    return _loaded(getattr(mod, attr), name, flag)
 
 
-def _loaded(obj, name: str):
-    """A plug-in object: a backend (has run and convention) as it is, a class instantiated, a function wrapped."""
+def _imported(flag: str, name: str, kind: str, target: str, load):
+    """load() (an import of the module or entry point `target`); its failure is a DescError, on one line."""
+    try:
+        return load()
+    except ImportError as e:
+        raise DescError(flag, name, f"cannot import {kind} {target!r}: {e}") from None
+    except Exception as e:          # the user's module raised while importing: say so, on one line
+        raise DescError(flag, name, f"importing {target!r} raised {type(e).__name__}: {e}") from None
+
+
+def _loaded(obj, name: str, flag: str = "--backend"):
+    """A plug-in object: a backend (has run and convention) as it is, a class instantiated, a function wrapped.
+    A backend that names itself keeps its name; one that does not is named `name`."""
     if isinstance(obj, type):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as e:      # the user's constructor: one line naming it
+            raise DescError(flag, name, f"constructing {obj.__name__}() raised {type(e).__name__}: {e}") from None
     if hasattr(obj, "run") and hasattr(obj, "convention") and not callable(getattr(obj, "__call__", None)):
-        obj.name = getattr(obj, "name", name)
+        if getattr(obj, "name", Backend.name) == Backend.name:
+            obj.name = name
         return obj
     return Plugin(obj, name)
