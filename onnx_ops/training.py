@@ -121,6 +121,7 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
     torch_adamw = _torch_adamw(optimizer, adamw)
     optimizer = _pick("AdamW" if torch_adamw else optimizer, artifacts.OptimType, OPTIMIZERS, "optimizer")
     frozen_params, statistics = _with_running_statistics(proto, requires_grad, frozen_params)
+    source = proto
     proto, decomposed = decompose_for_gradients(proto)
     proto = _restamped_copy(proto, "model")
     out_dir = os.path.abspath(out_dir)
@@ -129,7 +130,7 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(out_dir)}.", suffix=".partial",
                                dir=os.path.dirname(out_dir))
     try:
-        report = _generate(artifacts, proto, folder, staging, semantics, torch_adamw, ort_format, dict(
+        report = _generate(artifacts, proto, source, folder, staging, semantics, torch_adamw, ort_format, dict(
             requires_grad=requires_grad, frozen_params=frozen_params, loss=loss, optimizer=optimizer,
             artifact_directory=staging, prefix=prefix, ort_format=False, custom_op_library=custom_op_library,
             additional_output_names=additional_output_names, nominal_checkpoint=nominal_checkpoint,
@@ -143,9 +144,11 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
     return report
 
 
-def _generate(artifacts, proto, folder, staging, semantics, torch_adamw, ort_format, kwargs) -> ArtifactReport:
-    """onnxruntime's generate_artifacts into `staging`, then the CPU repairs (prepare_artifacts)."""
-    with _quiet_onnxruntime(), _one_line_gradient_errors():
+def _generate(artifacts, proto, source, folder, staging, semantics, torch_adamw, ort_format,
+              kwargs) -> ArtifactReport:
+    """onnxruntime's generate_artifacts into `staging`, then the CPU repairs (prepare_artifacts). `source` is the
+    model before decompose_for_gradients (errors name its nodes)."""
+    with quiet_onnxruntime(), one_line_gradient_errors(source):
         if external_bytes(proto) >= training_input.PROTO_LIMIT:
             generate_from_path(artifacts, proto, folder, kwargs)
         else:
@@ -175,7 +178,7 @@ def check_artifacts_load(folder: str, prefix: str = "", custom_op_library: str |
         where = path["training"]
         try:
             state = CheckpointState.load_checkpoint(os.path.join(folder, prefix + "checkpoint"))
-            with _quiet_onnxruntime(drop=r"\[W:onnxruntime:"):       # the user's own session shows its warnings
+            with quiet_onnxruntime(drop=r"\[W:onnxruntime:"):       # the user's own session shows its warnings
                 module = Module(path["training"], state, path["eval"] if os.path.isfile(path["eval"]) else None,
                                 device="cpu", session_options=options)
                 if os.path.isfile(path["optimizer"]):
@@ -262,7 +265,7 @@ def _restamped_copy(proto, where):
 
 
 @contextlib.contextmanager
-def _quiet_onnxruntime(drop: str = r"\[[IV]:onnxruntime:"):
+def quiet_onnxruntime(drop: str = r"\[[IV]:onnxruntime:"):
     """onnxruntime-training logs dozens of INFO lines (one per graph transformer) to the process's stderr while
     it builds the gradient graph, whatever the default logger severity: stderr goes to a temporary file for the
     duration, and only its other lines (those not matching `drop`: warnings, errors) are written back."""
@@ -285,11 +288,13 @@ def _quiet_onnxruntime(drop: str = r"\[[IV]:onnxruntime:"):
 
 
 @contextlib.contextmanager
-def _one_line_gradient_errors():
+def one_line_gradient_errors(model=None):
+    """onnxruntime's gradient-builder errors as one-line DescErrors (training_export.no_gradient_error), naming
+    the nodes of `model` (the model as exported, before decompose_for_gradients) and their torch modules."""
     try:
         yield
     except RuntimeError as e:
-        short = no_gradient_error(e)
+        short = no_gradient_error(e, model)
         if short is None:
             raise
         raise short from None

@@ -5,11 +5,15 @@ can (before the gradient graph is built), and export-time transformations that c
   ThresholdedRelu (onnxruntime-training 1.19.2 registers no gradient for them; probed one op at a time) become
   the standard formulas in ops that have gradients (Clip, Relu, Exp, Log, Abs, Tanh, Where, Min, Mul, Div, ...).
   CastLike (none either; torch's dynamo exporter writes one per bias-free Conv, like an activation) becomes a
-  Cast to the type it reads.
+  Cast to the type it reads; Sign comparisons and Where (a zero gradient). Gelu(approximate="tanh") becomes
+  torch's formula (onnxruntime's gradient is the exact GELU's); LayerNormalization and Dropout get the optional
+  outputs onnxruntime's gradient reads, which torch's exporter leaves out.
 - missing_parameters_hint: why parameter names are missing from a torch export (BatchNorm folded by the
   dynamo exporter's optimizer) and how to export for training.
 - check_torch_export: every trainable parameter, BatchNorm buffer and Dropout of a torch module is in the export.
-- no_gradient_error: onnxruntime's 600-character "gradient builder has not been registered" as one line.
+- no_gradient_error: onnxruntime's 600-character "gradient builder has not been registered" as one line naming
+  the torch module (torch_origin: the exporter's node metadata) and what to do; "Cannot compute the partial
+  derivative" as one line naming the parameter (and a nearest grid_sample it reaches the loss through).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from onnx import helper, numpy_helper
 from dml_desc.errors import DescError
 
 from .graph_walk import fresh_prefix, model_names
-from .training_vision import VISION_DECOMPOSITIONS, WHY
+from .training_vision import VISION_DECOMPOSITIONS, WHY as VISION_WHY
 
 NP = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.DOUBLE: np.float64}
 TORCH_EXPORT_FIX = ("export for training with torch.onnx.export(model.train(), ..., optimize=False): the dynamo "
@@ -132,9 +136,50 @@ def _cast_like(b, x, y):        # the type of `like` is known here: a Cast, whic
     return b.op("Cast", x, out=y, to=b.like)
 
 
-DECOMPOSITIONS = {"CastLike": _cast_like, "HardSwish": _hard_swish, "HardSigmoid": _hard_sigmoid, "Softplus": _softplus, "Mish": _mish,
+def _gelu(b, x, y):
+    """approximate="tanh": torch's 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))); onnxruntime's
+    gradient of Gelu is the exact (erf) GELU's whatever `approximate` says (2e-4 off). "none" stays."""
+    if _attr(b.node, "approximate", b"none") in (b"none", "none"):
+        return None
+    inner = b.op("Mul", b.op("Add", x, b.op("Mul", b.op("Mul", b.op("Mul", x, x), x), b.c(0.044715))),
+                 b.c(np.sqrt(2.0 / np.pi)))
+    return b.op("Mul", b.op("Mul", x, b.c(0.5)), b.op("Add", b.c(1.0), b.op("Tanh", inner)), out=y)
+
+
+def _sign(b, x, y):
+    """1, -1 or 0 (NaN stays NaN) through Where and comparisons: the gradient is zero, as torch's sign."""
+    sign = b.op("Where", b.op("Greater", x, b.c(0.0)), b.c(1.0),
+                b.op("Where", b.op("Less", x, b.c(0.0)), b.c(-1.0), b.c(0.0)))
+    return b.op("Where", b.op("IsNaN", x), x, sign, out=y)
+
+
+def _with_saved_outputs(count):
+    """The node itself with its first `count` outputs named: onnxruntime's gradient reads the optional ones the
+    forward saves (LayerNormalization's Mean and InvStdDev, Dropout's mask), which torch's exporter leaves out."""
+    def rewrite(b, x, y):
+        outputs = list(b.node.output) + [""] * (count - len(b.node.output))
+        if all(outputs[:count]):
+            return None
+        node = onnx.NodeProto()
+        node.CopyFrom(b.node)
+        del node.output[:]
+        node.output.extend(o or b._name("saved") for o in outputs)
+        b.nodes.append(node)
+        return y
+    return rewrite
+
+
+DECOMPOSITIONS = {"CastLike": _cast_like, "Sign": _sign, "Gelu": _gelu, "LayerNormalization": _with_saved_outputs(3),
+                  "Dropout": _with_saved_outputs(2), "HardSwish": _hard_swish, "HardSigmoid": _hard_sigmoid,
+                  "Softplus": _softplus, "Mish": _mish,
                   "Elu": _elu, "Selu": _selu, "Celu": _celu, "Softsign": _softsign, "PRelu": _prelu,
                   "ThresholdedRelu": _thresholded_relu, **VISION_DECOMPOSITIONS}
+
+
+# why each is rewritten, where it is not "no gradient in onnxruntime-training"
+WHY = {**VISION_WHY, "LayerNormalization": "onnxruntime's gradient reads its Mean and InvStdDev outputs",
+       "Dropout": "onnxruntime's gradient reads its mask output",
+       "Gelu": "onnxruntime's gradient is the exact GELU's, also for approximate='tanh'"}
 
 
 def decompose_for_gradients(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list]:
@@ -165,7 +210,10 @@ def decompose_for_gradients(model: onnx.ModelProto) -> tuple[onnx.ModelProto, li
                             f"{node.op_type} decomposition needs float16, float32 or float64")
         b = _Builder(node, fresh_prefix(node.name or node.op_type, taken), NP.get(elem, np.float32), shapes, opset)
         b.like = elem
-        DECOMPOSITIONS[node.op_type](b, node.input[0], node.output[0])
+        try:
+            DECOMPOSITIONS[node.op_type](b, node.input[0], node.output[0])
+        except DescError as e:
+            raise DescError(e.field, e.value, e.rule + torch_origin(node, " (written for {})")) from None
         if not b.nodes:             # kept as it is (e.g. an AveragePool whose shapes are static)
             nodes.append(node)
             continue
@@ -227,13 +275,73 @@ def check_torch_export(module, model: onnx.ModelProto) -> list:
     return missing
 
 
-def no_gradient_error(error: Exception):
-    """onnxruntime's "gradient builder has not been registered: OP for node NAME" as a one-line DescError, or
-    None for any other error."""
+# what to write in the torch model instead of an op that has no gradient here (no_gradient_error)
+WORKAROUNDS = {
+    "ReduceMax": "AdaptiveMaxPool(1) and torch.amax / max over dims export as ReduceMax: pool with "
+                 "AdaptiveAvgPool / mean, or export with static shapes and use F.max_pool2d(x, x.shape[-2:]) (a "
+                 "MaxPool, which trains)",
+    "GlobalMaxPool": "pool with AdaptiveAvgPool / mean, or export with static shapes and use "
+                     "F.max_pool2d(x, x.shape[-2:]) (a MaxPool, which trains)",
+}
+DEFAULT_WORKAROUND = "write it in differentiable ops in the torch model, or freeze every parameter before it " \
+                     "(frozen_params)"
+
+
+def torch_origin(node, form: str = "{}") -> str:
+    """The torch module a node of torch's default exporter came from, from the node's metadata: `form` filled
+    with "torch module PATH (CLASS, aten.OP)", or "" where the node has no such metadata."""
+    import ast
+    meta = {p.key: p.value for p in node.metadata_props}
+    try:
+        classes = ast.literal_eval(meta.get("pkg.torch.onnx.class_hierarchy", "[]"))
+        scopes = ast.literal_eval(meta.get("pkg.torch.onnx.name_scopes", "[]"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ""
+    if not isinstance(classes, list) or not isinstance(scopes, list) or not classes:
+        return ""
+    calls = [c for c in classes if isinstance(c, str) and c.startswith(("aten.", "prims."))]
+    modules = [c for c in classes if isinstance(c, str) and c not in calls]
+    if not modules:
+        return ""
+    # each scope is the full path of a module (['', 'a', 'a.b', 'op']): the innermost module's is the path
+    path = str(scopes[len(modules) - 1]) if 1 < len(modules) <= len(scopes) else "(the module exported)"
+    what = modules[-1].rsplit(".", 1)[-1] + (f", {calls[-1]}" if calls else "")
+    return form.format(f"torch module {path} ({what})")
+
+
+def no_gradient_error(error: Exception, model: onnx.ModelProto | None = None):
+    """onnxruntime's "gradient builder has not been registered: OP for node NAME" as a one-line DescError naming
+    the torch module the node came from (its metadata in `model`) and what to do; for "Cannot compute the
+    partial derivative for 'NAME'" one naming the parameter (and a nearest grid_sample it only reaches the loss
+    through); None for any other error."""
+    nodes = {n.name: n for n in model.graph.node} if model is not None else {}
     found = re.search(r"gradient builder has not been registered: (\w+) for node (\S*)", str(error))
-    if not found:
-        return None
-    op, node = found.groups()
-    return DescError(f"node {node or op}", op, "has no gradient in onnxruntime-training and no decomposition in "
-                     "dml-desc: write it in differentiable ops in the torch model, or freeze every parameter "
-                     "before it (frozen_params)")
+    if found:
+        op, name = found.groups()
+        origin = torch_origin(nodes[name], ", from {}") if name in nodes else ""
+        return DescError(f"node {name or op}", op, f"has no gradient in onnxruntime-training and no decomposition "
+                         f"in dml-desc{origin}: {WORKAROUNDS.get(op, DEFAULT_WORKAROUND)}")
+    found = re.search(r"Cannot compute the partial derivative for '([^']*)'", str(error))
+    if found:
+        return DescError("requires_grad", found.group(1), "does not reach the loss through ops with a gradient"
+                         f"{_nearest_grid_hint(model, found.group(1))}: put it in frozen_params instead")
+    return None
+
+
+def _nearest_grid_hint(model, name: str) -> str:
+    """Where `name` reaches the grid of a nearest GridSample (torch's grid_sample(mode='nearest')), why its
+    gradient is nothing: nearest sampling has a zero gradient with respect to the grid, in torch too."""
+    if model is None:
+        return ""
+    reached = {name}
+    for n in model.graph.node:              # topological order: one pass finds everything downstream
+        if reached & set(n.input):
+            reached |= set(n.output)
+    for n in model.graph.node:
+        mode = _attr(n, "mode", b"")
+        if n.op_type == "GridSample" and mode in (b"nearest", "nearest") and len(n.input) > 1 and \
+                n.input[1] in reached:
+            return (f"; its path to the loss is the grid of nearest grid_sample node {n.name or n.op_type}"
+                    f"{torch_origin(n, ' ({})')}, whose gradient with respect to the grid is zero (in torch too; "
+                    "sample with mode='bilinear' to train it)")
+    return ""

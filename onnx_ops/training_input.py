@@ -33,7 +33,10 @@ def read_model(model) -> tuple[onnx.ModelProto, str | None]:
 
 
 def _external(proto) -> list:
-    return [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    """Every tensor of the model stored as external data: initializers, sparse initializers, Constant values
+    and other attribute tensors, subgraphs, functions, training_info (validate.external_tensors)."""
+    from .validate import external_tensors
+    return [t for _, t in external_tensors(proto)]
 
 
 def external_bytes(proto) -> int:
@@ -44,13 +47,17 @@ def external_bytes(proto) -> int:
 
 
 def with_external_data(proto, folder):
-    """A copy of proto with its external data read in from `folder` (the model file's folder)."""
+    """A copy of proto with its external data read in from `folder` (the model file's folder), every external
+    tensor anywhere in the model, by the project's checked reader (validate.inline_all_external: a location
+    inside the folder, a regular file, offset and length inside it). onnx's loader skips sparse and training_info
+    tensors, which onnxruntime would then read relative to the working folder."""
     if not _external(proto):
         return proto
     require(folder is not None, "model", "ModelProto", "holds external data references; pass the model's path "
             "(its data is read from the model file's folder) or onnx.load it with its data")
+    from .validate import inline_all_external
     loaded = copy.deepcopy(proto)
-    onnx.external_data_helper.load_external_data_for_model(loaded, folder)
+    inline_all_external(loaded, folder)
     return loaded
 
 

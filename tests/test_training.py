@@ -228,7 +228,8 @@ ACTIVATIONS = [("HardSwish", {}, lambda v: torch.nn.functional.hardswish(v)),
                ("Elu", {"alpha": 1.0}, lambda v: torch.nn.functional.elu(v)),
                ("Selu", {}, lambda v: torch.nn.functional.selu(v)),
                ("Celu", {"alpha": 1.0}, lambda v: torch.nn.functional.celu(v)),
-               ("Softsign", {}, lambda v: torch.nn.functional.softsign(v))]
+               ("Softsign", {}, lambda v: torch.nn.functional.softsign(v)),
+               ("Sign", {}, lambda v: torch.sign(v) + 0.0 * v)]     # a zero gradient, as torch's
 
 
 @pytest.mark.parametrize("op,attrs,reference", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
