@@ -124,7 +124,7 @@ class Cell:
 
     def as_json(self) -> dict:
         """The cell as JSON."""
-        return {k: v for k, v in self.__dict__.items()} | {"reproduced": self.reproduced, "ok": self.ok}
+        return dict(self.__dict__, reproduced=self.reproduced, ok=self.ok)
 
 
 # ---- the runtimes --------------------------------------------------------------------------------------------
@@ -167,10 +167,16 @@ class Runtime:
         """The description of the call's forward (the same as its gradient's where the format has one form)."""
         return call.make(batch)
 
+    def layout_of(self, description) -> str:
+        """The layout of the description's arrays."""
+        return self.layout
+
     def forward(self, description, x):
+        """The runtime's forward of the described call on x."""
         raise NotImplementedError
 
     def gradient(self, description, dy):
+        """The runtime's own gradient of the described call for dy."""
         raise NotImplementedError
 
     def gradient_map(self, description):
@@ -483,7 +489,7 @@ def probe_runtime(runtime: Runtime) -> list:
         for call in calls:
             n_in, n_out = int(np.prod(call.in_sp)), int(np.prod(call.out_sp))
             dfwd, dgrad = runtime.forward_description(call, n_in), call.make(n_out)
-            layout = runtime.layout_of(dgrad) if hasattr(runtime, "layout_of") else runtime.layout
+            layout = runtime.layout_of(dgrad)
             x = _pack(np.eye(n_in), call.in_sp, layout)
             dy = _pack(np.eye(n_out), call.out_sp, layout)
             plan.append((mode, rule, call, dfwd, dgrad, x, dy))
