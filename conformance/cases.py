@@ -222,10 +222,11 @@ def listed_refusals(backend, case) -> bool:
 
 
 # The map a description states where its convention's runtime computes in another arithmetic for some dtype:
-# {(convention, dtype): description -> Resampling}. torch computes float64 coordinates in double.
+# {(convention, dtype): description -> Resampling}. torch computes float64 coordinates in double: the description
+# read as a float64 call (its `dtype` field).
 def _torch_double(description):
     from dml_desc.conventions import torch as torch_conv
-    return torch_conv.to_canonical(torch_conv.TorchInterpolate.from_json(description), precision="float64")
+    return torch_conv.to_canonical(torch_conv.TorchInterpolate.from_json({**description, "dtype": "float64"}))
 
 
 DTYPE_ARITHMETIC = {("torch", "f64"): _torch_double}

@@ -61,6 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "description.json, dy.npy, expected.npy, got.npy (and case.txt with the commands that rerun it)")
     p.add_argument("--unsupported-fails", action="store_true", help="count the cases a kernel does not implement "
                    "(it declares so, or raises NotImplementedError) as failures; by default they are its coverage")
+    p.add_argument("--matrix", action="store_true", help="add the cross-runtime matrix (`dml-desc matrix`: each "
+                   "installed runtime's gradient against its own forward) to the --html report")
     p.add_argument("--semantics", choices=("ort-1.19", "ort-1.27", "onnx-spec"),
                    help="the ONNX Resize semantics to check against (nearest tie rule); default: the installed "
                    "onnxruntime's (ort-1.19 up to 1.26, ort-1.27 from 1.27)")
@@ -102,6 +104,8 @@ def add_command(sub: argparse._SubParsersAction) -> None:
                        "2 when a filter matches nothing.")
     add_arguments(c)
     c.set_defaults(func=run)
+    from .matrix import add_command as add_matrix
+    add_matrix(sub)
 
 
 def _matches_backend(backend: str, wanted, aliases=None) -> bool:
@@ -206,6 +210,9 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json_path), ("--junit", args.junit_path),
                        ("--html", getattr(args, "html_path", None))):
         _check_writable(flag, path)       # before the suite runs, not after
+    from dml_desc.errors import require
+    require(not getattr(args, "matrix", False) or getattr(args, "html_path", None), "--matrix", True,
+            "adds a section to the --html report: give --html PATH too (`dml-desc matrix` prints the matrix alone)")
     save_dir = getattr(args, "save_dir", None)
     if save_dir:
         _check_folder(save_dir)
@@ -274,7 +281,11 @@ def _run_suite(args, extras, start, semantics) -> int:
         _junit(records, args.junit_path)
     if getattr(args, "html_path", None):
         from .report import html_report
-        _write(args.html_path, html_report(records, _versions(semantics)), field="--html")
+        extra = ""
+        if getattr(args, "matrix", False):
+            from .matrix import html_section, run_matrix
+            extra = html_section(run_matrix())
+        _write(args.html_path, html_report(records, _versions(semantics), extra), field="--html")
     if counts["pass"] == 0 and counts["fail"] == 0:     # a failure says so itself; this is an all-skipped run
         what = "skipped" if not counts.get("unsupported") else "skipped or unsupported by this kernel"
         print(f"dml-desc: error: no check passed (everything selected was {what}): nothing was verified",

@@ -27,8 +27,8 @@ def mode_of(case: str) -> str:
     return "other"
 
 
-def html_report(records, versions: dict) -> str:
-    """The whole page for a run's records."""
+def html_report(records, versions: dict, extra: str = "") -> str:
+    """The whole page for a run's records; `extra`: more HTML sections at the end (the cross-runtime matrix)."""
     from .cli import coverage, failures_first, summary_count
     counts = Counter(r.status for r in records)
     parts = [f"<h1>dml-desc conformance</h1><p class=total>{_e(summary_count(counts))}</p>", _coverage(coverage(records)),
@@ -42,6 +42,7 @@ def html_report(records, versions: dict) -> str:
     from .cli import reason_group
     parts += ["<h2>Skips by reason</h2>", _counter_table(Counter(reason_group(r.reason) for r in records
                                                                  if r.status == "skip"), "reason", "skips")]
+    parts += [extra] if extra else []
     return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>dml-desc conformance</title>"
             f"<style>{CSS}</style></head><body>" + "\n".join(parts) + "</body></html>\n")
 

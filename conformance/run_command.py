@@ -8,6 +8,8 @@ A resample gradient goes through the same backends as `dml-desc conformance` (co
   onnxruntime-native:PROVIDER: the com.microsoft ResizeGrad node (CUDA);
 - onednn: the real oneDNN (the `onednn` extra): the oneDNN Graph op the converter writes, or its primitive;
 - torch: autograd through F.interpolate / conv_transpose, where the conversion to torch is exact;
+- tensorflow, jax: TF's own gradient kernels (tf.GradientTape) / jax.vjp of the call the tf / jax description
+  names, where the conversion is exact (the `tf` / `jax` extras; resample gradients only);
 - py:MODULE:NAME: your own kernel (docs/own-kernel.md).
 Arrays are in the description's own layout (NXC / XOI where it says so). A backend that cannot run the
 description exactly refuses with the converter's reason.
@@ -26,19 +28,22 @@ from dml_desc.reference import NUMPY_DTYPES
 from .backends.base import SUITE_DTYPES
 
 RUN_BACKENDS = ("numpy", "onnxruntime", "onednn", "torch")     # and onnxruntime:PROVIDER, py:MODULE:NAME, ...
+RESAMPLE_ONLY = ("tensorflow", "jax")                            # no ConvTransposeBackwardData
 
 
 def add_command(sub) -> None:
     """Register `run` on the `dml-desc` subcommand parser."""
     from dml_desc.conventions import FORMATS
     import argparse
-    r = sub.add_parser("run", help="run the gradient a description states on numpy, onnxruntime, onednn or torch",
+    r = sub.add_parser("run", help="run the gradient a description states on numpy, onnxruntime, onednn, torch, "
+                       "tensorflow or jax",
                        description=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("file", metavar="FILE.json")
     r.add_argument("--from", dest="src", choices=FORMATS, help="the file's format (default: guessed from its keys)")
     from .backends.registry import backend_name
     r.add_argument("--backend", required=True, metavar="NAME", type=backend_name, help="where the gradient runs: "
-                   f"{', '.join(RUN_BACKENDS)}, onnxruntime:PROVIDER, onnxruntime-native:PROVIDER or py:MODULE:NAME "
+                   f"{', '.join(RUN_BACKENDS + RESAMPLE_ONLY)}, onnxruntime:PROVIDER, onnxruntime-native:PROVIDER or "
+                   "py:MODULE:NAME "
                    "(see above)")
     r.add_argument("--dy", required=True, metavar="DY.npy", help="the output gradient (diff_dst) in the "
                    "description's layout")

@@ -75,13 +75,15 @@ def test_torch_float64_is_double_arithmetic():
     rng = np.random.default_rng(0)
     for call in ({"input_shape": [1, 2, 3, 5], "mode": "bilinear", "size": [7, 4], "align_corners": False},
                  {"input_shape": [1, 2, 3, 5], "mode": "bicubic", "scale_factor": [2.3, 0.6], "align_corners": False},
-                 {"input_shape": [1, 2, 4], "mode": "linear", "size": [8], "align_corners": True}):
+                 {"input_shape": [1, 2, 4], "mode": "linear", "size": [8], "align_corners": True},
+                 {"input_shape": [1, 1, 9, 7], "mode": "bicubic", "scale_factor": [0.45, 0.7], "antialias": True}):
         t = torch_conv.TorchInterpolate.from_json(call)
         x = torch.zeros(call["input_shape"], dtype=torch.float64, requires_grad=True)
         y = torch.nn.functional.interpolate(x, **t.kwargs())
         dy = rng.standard_normal(tuple(y.shape))
         y.backward(torch.from_numpy(dy))
-        double = resize_grad(dy, torch_conv.to_canonical(t, precision="float64"))
+        double = resize_grad(dy, torch_conv.to_canonical(torch_conv.TorchInterpolate.from_json({**call,
+                                                                                             "dtype": "float64"})))
         single = resize_grad(dy, torch_conv.to_canonical(t))
         assert np.abs(double - x.grad.numpy()).max() < 1e-14
         assert np.abs(single - x.grad.numpy()).max() > 1e-9

@@ -1,6 +1,5 @@
 """onnx-spec is onnx's reference evaluator (onnx.reference), evaluated exactly: random Resize nodes against it, and
 the forwards onnxruntime refuses refused here with the project's own error."""
-import math
 
 import numpy as np
 import pytest
@@ -45,17 +44,20 @@ def random_node(rng) -> OnnxResize:
               [round(float(rng.uniform(0.5, 1.3)), 2) for _ in range(n)]
     if rng.random() < 0.5:
         return OnnxResize(shape, attrs, roi=roi, scales=[round(float(rng.uniform(0.3, 3)), 1) for _ in range(n)])
+    if n == 2 and rng.random() < 0.3:
+        attrs["keep_aspect_ratio_policy"] = str(rng.choice(["not_larger", "not_smaller"]))
     return OnnxResize(shape, attrs, roi=roi, sizes=[int(rng.integers(1, 9)) for _ in range(n)])
 
 
 def on_a_boundary(res) -> bool:
-    """A nearest coordinate exactly on a rounding boundary (an integer or k + 1/2): the reference evaluates it in
-    float64, which may land one ulp to either side; onnx-spec decides it exactly."""
+    """A nearest coordinate on or within float32 rounding of a rounding boundary (an integer, where the crop's edge
+    is too, or k + 1/2): the reference evaluates it in float32 / float64 (onnx 1.17 computes scale * in in float32),
+    which may land on either side; onnx-spec decides it exactly."""
     if res.mode.value != "nearest":
         return False
     for ax in res.axes:
         if ax.exact and ax.coords is None and not ax.is_identity:
-            if any((2 * x).denominator == 1 for x in exact_coordinates(ax) if x == x):
+            if any(abs(2 * x - round(2 * x)) < 1e-5 for x in exact_coordinates(ax) if x == x):
                 return True
     return False
 
@@ -75,12 +77,7 @@ def test_onnx_spec_is_the_reference_evaluator(seed):
             want = reference(node, x)
         except Exception:           # the reference refuses some (e.g. antialias with nearest); not our oracle then
             continue
-        if want.shape != res.out_shape:
-            # The one kept difference: output lengths are onnxruntime's (floor of a float32 product), the
-            # evaluator's are floor(float64(scale) * in); only a scales input can tell them apart.
-            assert node.scales and any(math.floor(float(np.float32(s)) * n) != o for s, n, o in
-                                       zip(node.scales, node.input_shape, res.out_shape)), node
-            continue
+        assert want.shape == res.out_shape, node        # the evaluator's output lengths, not onnxruntime's
         if on_a_boundary(res):
             continue
         # the evaluator computes cubic and antialias coefficients, roi products and (onnx 1.17) scale * in in float32
@@ -89,6 +86,37 @@ def test_onnx_spec_is_the_reference_evaluator(seed):
         np.testing.assert_allclose(resize(x, res), want, atol=tol, err_msg=str(node))
         compared += 1
     assert compared > 150
+
+
+@pytest.mark.parametrize("node,spec,ort", [
+    # scales: floor(float64(float32(2.6)) * 5) = 12; onnxruntime floors the float32 product, 13
+    (OnnxResize([5], {"mode": "linear"}, scales=[2.6]), (12,), (13,)),
+    # keep_aspect_ratio_policy: int(25/6 * 15 + 0.5) in float64 = 63; onnxruntime's float32 product gives 62
+    (OnnxResize([6, 15], {"mode": "nearest", "keep_aspect_ratio_policy": "not_larger"}, sizes=[25, 100]),
+     (25, 63), (25, 62)),
+])
+def test_output_lengths_are_the_evaluators(node, spec, ort):
+    assert to_canonical(node, "onnx-spec").out_shape == spec
+    assert to_canonical(node, "ort-1.27").out_shape == to_canonical(node, "ort-1.19").out_shape == ort
+    assert reference(node, np.zeros(node.input_shape)).shape == spec
+    if node.scales:             # onnx's shape inference: float32 (onnxruntime's) in onnx 1.17, the evaluator's in 1.23
+        import onnx
+        from onnx import shape_inference
+        graph = helper.make_graph([helper.make_node("Resize", ["X", "", "scales"], ["Y"], mode="linear")], "g",
+                                  [helper.make_tensor_value_info("X", TensorProto.FLOAT, list(node.input_shape))],
+                                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+                                  [helper.make_tensor("scales", TensorProto.FLOAT, [1], node.scales)])
+        inferred = shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]))
+        dims = inferred.graph.output[0].type.tensor_type.shape.dim
+        newer = tuple(int(p) for p in onnx.__version__.split(".")[:2]) >= (1, 23)
+        assert tuple(d.dim_value for d in dims) == (spec if newer else ort)
+
+
+def test_an_output_the_evaluator_leaves_empty_is_refused():
+    node = OnnxResize([25], {"mode": "linear"}, scales=[0.04])     # float64(float32(0.04)) * 25 < 1: no output
+    assert to_canonical(node, "ort-1.27").out_shape == (1,)        # onnxruntime's float32 product is 1.0
+    with pytest.raises(DescError, match="empty output"):
+        to_canonical(node, "onnx-spec")
 
 
 @pytest.mark.parametrize("ctm,scales,want", [
@@ -134,3 +162,17 @@ def test_exclude_outside_refused_on_the_dynamic_path():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid("com.microsoft", 1)])
     with pytest.raises(DescError, match="exclude_outside"):
         lower.lower(model, semantics="ort-1.27")
+
+
+def test_a_gradient_with_onnxruntimes_length_is_refused_under_onnx_spec():
+    lower = pytest.importorskip("onnx_ops.lower")
+    grad = helper.make_node("ResizeGrad", ["dY", "X", "", "scales"], ["dX"], domain="com.microsoft", mode="linear")
+    graph = helper.make_graph([grad], "g", [helper.make_tensor_value_info("dY", TensorProto.FLOAT, [1, 1, 13]),
+                                            helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 5])],
+                              [helper.make_tensor_value_info("dX", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("scales", TensorProto.FLOAT, [3], [1, 1, 2.6])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    lower.lower(model, semantics="ort-1.27")          # onnxruntime's 13
+    with pytest.raises(DescError, match=r"dY.*must have the forward output shape \[1, 1, 12\]"):
+        lower.lower(model, semantics="onnx-spec")

@@ -46,3 +46,22 @@ def test_backends_skip_with_a_reason_when_missing():
         backend = resolve(name)
         reason = backend.available()
         assert reason is None or "pip install 'dml-desc[" in reason
+
+
+@pytest.mark.parametrize("name,fmt", [("tensorflow", "tf"), ("jax", "jax")])
+def test_dml_desc_run_takes_tensorflow_and_jax(name, fmt, tmp_path, capsys):
+    """`dml-desc run FILE --backend tensorflow|jax`: the runtime's own gradient of the description's call."""
+    import json
+    from dml_desc.cli import main
+    backend = resolve(name)
+    if backend.available():
+        pytest.skip(backend.available())
+    description = CASES[name][0]
+    res = conventions.read(fmt, description).canonical
+    dy = np.random.default_rng(5).standard_normal(res.out_shape).astype(np.float32)
+    (tmp_path / "d.json").write_text(json.dumps(description))
+    np.save(tmp_path / "dy.npy", dy)
+    code = main(["run", str(tmp_path / "d.json"), "--from", fmt, "--backend", name, "--dy", str(tmp_path / "dy.npy"),
+                 "-o", str(tmp_path / "dx.npy")])
+    assert code == 0 and f"backend: {name} " in capsys.readouterr().out
+    np.testing.assert_allclose(np.load(tmp_path / "dx.npy"), resize_grad(dy.astype(np.float64), res), atol=2e-5)

@@ -131,9 +131,8 @@ class OnednnBackend(Builtin):
 
 
 class TorchBackend(Builtin):
-    """torch autograd through F.interpolate, from the torch description (F.interpolate's arguments). f32 only:
-    torch computes source coordinates in float32 even for float64 tensors (measured: align_corners 2 -> 4 is
-    off by 8e-8 in float64, the rounding of the ratio 1/3 in float32), so f64 would fail for a known reason."""
+    """torch autograd through F.interpolate, from the torch description (F.interpolate's arguments). The suite runs
+    it in f32; torch computes float64 coordinates in double, the map of a description whose `dtype` is float64."""
     name, convention, dtypes = "torch", "torch", ("f32",)
 
     def available(self) -> Optional[str]:
@@ -143,7 +142,8 @@ class TorchBackend(Builtin):
     def run(self, description, dy, dtype):
         """dX = x.grad after F.interpolate(x, **description).backward(dy)."""
         import torch
-        kw = {k: v for k, v in description.items() if k != "input_shape"}
+        from dml_desc.conventions.torch import TorchInterpolate
+        kw = TorchInterpolate.from_json(description).kwargs()
         tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}[dtype]
         x = torch.zeros(*description["input_shape"], dtype=tdt, requires_grad=True)
         torch.nn.functional.interpolate(x, **kw).backward(torch.tensor(np.asarray(dy, np.float64), dtype=tdt))

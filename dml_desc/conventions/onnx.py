@@ -302,6 +302,8 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
         _refuse_ort_exclude_outside(node, mode)
     axes = _axes(node)
     outs, scales = _sizes_and_scales(node, axes, policy)
+    if semantics == "onnx-spec":
+        outs = _spec_lengths(node, axes, policy, outs)
     rois = _roi(node, axes) if ctm == "tf_crop_and_resize" else [None] * len(axes)
     maps = [AxisMap.identity(n) for n in node.input_shape]
     notes = () if ctm in CTM_BY_OPSET[opset] else (
@@ -385,6 +387,26 @@ def _antialias_copy(ax: AxisMap) -> AxisMap:
         return AxisMap.identity(ax.out_size)
     return AxisMap(ax.in_size, ax.out_size, 1.0, extrapolate=True,
                    coords=tuple(np.where(outside, x, np.arange(ax.out_size, dtype=np.float64))))
+
+
+def _spec_lengths(node: OnnxResize, axes, policy: str, outs: list) -> list:
+    """onnx-spec's output lengths, as onnx's reference evaluator computes them (onnx 1.17 to 1.23), where
+    onnxruntime rounds through float32: with scales, floor(scale * in) of the float32 scale in float64 (exact:
+    X [5], scales [2.6] gives 12, onnxruntime 13; onnx's shape inference says 12 too); with sizes and a
+    keep_aspect_ratio_policy, int(r * in + 0.5) in float64 of the smallest / largest ratio r = out / in (ratio
+    199/198 on length 99 gives 99, where the exact 99.5 rounds to 100). The spec's roi factor is read by neither."""
+    ins = [node.input_shape[a] for a in axes]
+    if node.scales:
+        lengths = [math.floor(_f32(s) * n) for s, n in zip(node.scales, ins)]
+        for a, o in zip(axes, lengths):
+            require(o >= 1, "scales", list(node.scales), f"give an empty output on axis {a} (onnx-spec: floor of "
+                    "scale * in, unrounded)")
+        return lengths
+    if policy == "stretch":
+        return outs
+    ratios = [int(o) / n for o, n in zip(node.sizes, ins)]
+    r = min(ratios) if policy == "not_larger" else max(ratios)
+    return [int(r * n + 0.5) for n in ins]
 
 
 def _spec_scale(node: OnnxResize, axis: int, n_out: int, scale: float):

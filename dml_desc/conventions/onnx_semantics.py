@@ -5,8 +5,9 @@ How a nearest coordinate becomes an index differs between runtimes (docs/decisio
 - "ort-1.27": onnxruntime 1.27 and later (microsoft/onnxruntime#28291): the same float32 x, but
   |x - floor(x) - 0.5| <= 1e-6 is a tie, for round_prefer_floor / round_prefer_ceil.
 - "onnx-spec": the formulas as onnx's reference evaluator computes them, in exact rational arithmetic
-  (the unrounded output length scale * in where it reads it; no onnxruntime copy rules). Output lengths stay
-  as onnxruntime has them, so the shapes always agree.
+  (the unrounded output length scale * in where it reads it; no onnxruntime copy rules), and its output
+  lengths: floor(scale * in) of the float32 scale in float64 (X [5], scales [2.6]: 12, where onnxruntime's
+  float32 product gives 13), int(r * in + 0.5) in float64 with keep_aspect_ratio_policy.
 
 The library's ONNX functions take the semantics as an argument (`check_semantics`): their results do not depend
 on what is installed. `installed_semantics()` / `resolve_semantics(None)` are the documented default the CLI and

@@ -91,18 +91,14 @@ def _per_axis(value, n, field, kind):
     return values
 
 
-PRECISIONS = ("float32", "float64")
-
-
-def to_canonical(t: TorchInterpolate, precision: str = "float32") -> Resampling:
+def to_canonical(t: TorchInterpolate) -> Resampling:
     """The canonical map of an F.interpolate call whose transpose is torch 2.x's CPU backward (what autograd
-    returns), scales in float32 as torch computes them for float32, float16 and bfloat16 tensors. Where torch's
-    forward kernel computes another map (same-length axes, see `_backward_copies`), a note says so and
-    `forward_map(t)` gives the forward's map. precision="float64": the map torch computes for float64 tensors,
-    whose linear and cubic source coordinates are double (nearest keeps its float scale in every dtype).
+    returns) for the call's `dtype`: scales in float32 as torch computes them for float32, float16 and bfloat16
+    tensors; for float64 the coordinates (and the antialias filter's scale) torch computes in double (`_in_double`;
+    nearest keeps its float scale in every dtype). Where torch's forward kernel computes another map (same-length
+    axes, see `_backward_copies`), a note says so and `forward_map(t)` gives the forward's map.
     """
-    one_of(precision, PRECISIONS, "precision")
-    gradient, make = _kernel_maps(t, "backward", precision)
+    gradient, make = _kernel_maps(t, "backward")
     res = make(gradient)
     note = _forward_differs(t, _kernel_maps(t, "forward")[0], gradient)
     return res.noted(note) if note else res
@@ -116,11 +112,9 @@ def forward_map(t: TorchInterpolate) -> Resampling:
     return make(maps)
 
 
-def _kernel_maps(t: TorchInterpolate, kernel: str, precision: str = "float32"):
+def _kernel_maps(t: TorchInterpolate, kernel: str):
     """(the spatial axes' maps of torch's "forward" or "backward" kernel, spatial maps -> Resampling)."""
     shape, n = _validate(t)
-    if precision == "float64" and t.antialias:
-        refuse("antialias", True, "torch's float64 antialias arithmetic is not modelled (float32 only)")
     ins = shape[2:]
     if t.size is not None:
         outs, factors = _per_axis(t.size, n, "size", int), [None] * n
@@ -144,8 +138,6 @@ def _kernel_maps(t: TorchInterpolate, kernel: str, precision: str = "float32"):
                           antialias=aa)
     halves = kernel == "backward" or n == 2       # nearest_idx's out == 2 * in case: 1-D/3-D forwards lack it
     maps = [_axis(t, i, o, f, halves) for i, o, f in zip(ins, outs, factors)]
-    if precision == "float64" and t.mode in INTERPOLATING:
-        maps = [_double_coordinates(t, m, f) for m, f in zip(maps, factors)]
     copies = _backward_copies(t) if kernel == "backward" else _forward_copies(t, n)
     return _with_copies(maps, copies), make
 
@@ -186,19 +178,6 @@ def _forward_differs(t: TorchInterpolate, forward, gradient) -> str:
     where = f"on axes {[2 + k for k in differ]}" if differ else "(antialias with a length-1 axis)"
     return (f"torch's forward kernel computes another map than its backward {where}: this map is the one autograd's "
             "gradient transposes (torch's gradient is not the adjoint of its own forward here)")
-
-
-def _double_coordinates(t: TorchInterpolate, m: AxisMap, factor) -> AxisMap:
-    """`m` with the source coordinates torch computes in double for a float64 tensor (area_pixel_compute_scale
-    and area_pixel_compute_source_index in opmath_t = double): x = s * o (align_corners) or s * (o + 0.5) - 0.5."""
-    if m.scale == math.inf or m.is_identity:
-        return m
-    o = np.arange(m.out_size, dtype=np.float64)
-    if t.align_corners:
-        x = (m.in_size - 1) / (m.out_size - 1) * o
-    else:
-        x = ((1.0 / factor) if factor else m.in_size / m.out_size) * (o + 0.5) - 0.5
-    return m.with_(coords=tuple(x.tolist()))
 
 
 def _axis(t: TorchInterpolate, n_in: int, n_out: int, factor, halves: bool = True) -> AxisMap:
