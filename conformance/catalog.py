@@ -133,10 +133,10 @@ CROSS_CASES = [   # (name, ONNX Resize form on NCHW): each is offered to every c
 # permutation). Every other convention must refuse, saying why. A converter that starts refusing one of these,
 # or accepting one that is missing here, fails the suite: update this table on purpose, with the reason.
 CROSS_ACCEPTED = {
-    "bilinear_x2_half_pixel": ("dml", "onednn", "onnx", "torch", "tf"),
+    "bilinear_x2_half_pixel": ("dml", "onednn", "onnx", "torch", "tf", "jax"),
     "bilinear_align_corners_6x10_to_11x19": ("dml", "onnx", "torch", "tf"),     # oneDNN has no align_corners
-    "nearest_x2_asymmetric_floor": ("dml", "onednn", "onnx", "torch", "tf"),
+    "nearest_x2_asymmetric_floor": ("dml", "onednn", "onnx", "torch", "tf", "jax"),
     "nearest_down2_half_pixel_ties": ("dml", "onnx", "torch", "tf"),   # oneDNN's nearest rounds ties the other way
     "nearest_x1.5_half_pixel": ("dml", "onnx", "torch", "tf"),          # (its tie rule again)
-    "bicubic_x2_half_pixel": ("onnx", "torch"),      # DML and oneDNN have no cubic; TF quantizes it to 1/1024
+    "bicubic_x2_half_pixel": ("onnx", "torch", "jax"),     # DML and oneDNN have no cubic; TF quantizes it to 1/1024
 }
