@@ -76,9 +76,10 @@ def test_a_converter_that_changes_its_answer_fails(monkeypatch):
         checks = [c for c in suite.cross_convention_checks() if c.case == "cross:bilinear_x2_half_pixel"]
         return {c.convention: suite.run_check(c) for c in checks}
     before = verdicts()
-    assert {f: r.status for f, r in before.items()} == {f: "pass" for f in ("dml", "onednn", "onnx", "torch", "tf")}
+    assert {f: r.status for f, r in before.items()} == {f: "pass" for f in ("dml", "onednn", "onnx", "torch", "tf",
+                                                                          "jax")}
     assert all(r.oracle == "the map before conversion" and r.backend == "converter" for r in before.values())
-    monkeypatch.setitem(CROSS_ACCEPTED, "bilinear_x2_half_pixel", ("dml", "onnx", "torch", "tf"))
+    monkeypatch.setitem(CROSS_ACCEPTED, "bilinear_x2_half_pixel", ("dml", "onnx", "torch", "tf", "jax"))
     after = verdicts()
     assert after["onednn"].status == "fail" and "now accepts" in after["onednn"].reason
     monkeypatch.setitem(CROSS_ACCEPTED, "bicubic_x2_half_pixel", ("onnx", "torch", "dml"))
