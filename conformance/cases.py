@@ -194,6 +194,7 @@ def run_case(backend, case, semantics=None) -> tuple:
     reason = backend.available()
     if reason:
         raise Skip(reason)
+    case = in_layout(case, backend.convention, semantics)
     description = checked_description(case, backend.convention, semantics, listed_refusals(backend, case))
     check_arithmetic(case, backend.convention, description)
     if case.dtype not in backend.dtypes:
@@ -213,6 +214,50 @@ def run_case(backend, case, semantics=None) -> tuple:
     if got.dtype.kind == "f" or got.dtype.name == "bfloat16":      # dX as the case's dtype holds it (any float given)
         got = as_dtype(got.astype(np.float64), case.dtype)
     return np.asarray(got, np.float64), expected, judge, oracle, extras
+
+
+CHANNELS_LAST = {"tf": (0, 2, 3, 1)}     # NCHW -> the convention's axes (TF image resize is NHWC)
+
+
+@dataclass
+class Permuted:
+    """`case` on its axes in the order `perm` (dy and expected transposed the same way): how a channels-last
+    convention states a channels-first case. Every other attribute is the case's."""
+    case: Any
+    perm: tuple
+
+    def __getattr__(self, name):
+        return getattr(self.case, name)
+
+    @property
+    def res(self):
+        """The case's map on the permuted axes."""
+        return self.case.res.with_(axes=tuple(self.case.res.axes[i] for i in self.perm))
+
+    @property
+    def dy(self) -> np.ndarray:
+        """The case's dy, transposed to the permuted axes."""
+        return np.transpose(self.case.dy, self.perm)
+
+    @property
+    def expected(self) -> np.ndarray:
+        """The case's expected dX, transposed to the permuted axes."""
+        return np.transpose(self.case.expected, self.perm)
+
+
+def in_layout(case, convention: str, semantics=None):
+    """`case` as `convention` states it: as it is, or (a channels-last convention, CHANNELS_LAST) on its NHWC
+    permutation where only that converts. Either way, a case the convention cannot state skips with the converter's
+    reason (checked_description)."""
+    perm = CHANNELS_LAST.get(convention)
+    res = getattr(case, "res", None)
+    if perm is None or res is None or len(res.axes) != len(perm) or not res.normalized().axes[1].is_identity:
+        return case
+    try:
+        to_description(res, convention, semantics)
+        return case                     # stated as it is (its N and C resized nowhere else)
+    except DescError:
+        return Permuted(case, perm)
 
 
 def listed_refusals(backend, case) -> bool:
@@ -306,6 +351,7 @@ def description_of(case, convention: str, semantics=None):
     """The case as `convention`'s description (JSON-ready), or its canonical map's repr when it has none."""
     try:
         own = getattr(case, "convention", "onnx")        # cases from other sources may not say
+        case = in_layout(case, convention, semantics)
         d = to_description(case.res, convention if convention != "canonical" else own, semantics)
         return d if isinstance(d, dict) else repr(d)
     except DescError:

@@ -221,13 +221,13 @@ def run(args: argparse.Namespace) -> int:
     timeout = getattr(args, "case_timeout", DEFAULT_CASE_TIMEOUT)
     extras = plugin_workers(extra_backends(args.backend), semantics, timeout)
     try:
-        return _run_suite(args, extras, start, semantics)
+        return _run_suite(args, extras, start, semantics, save_dir)
     finally:
         close_all(extras)
 
 
-def _run_suite(args, extras, start, semantics) -> int:
-    """The run itself, on the extra backends (names, or plug-ins in their workers)."""
+def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
+    """The run itself, on the extra backends (names, or plug-ins in their workers); failures saved in `save_dir`."""
     from .suite import catalog, run_check
     from dml_desc.conventions.onnx import describe_semantics
     checks = catalog(args.full, semantics, extras)

@@ -32,6 +32,7 @@ class Alternative:
     grad: Optional[Callable] = None              # dy -> dX, when it is no canonical map (a layout, dropped taps)
 
     def gradient(self, dy: np.ndarray) -> np.ndarray:
+        """dX of `dy` under this alternative."""
         return self.grad(dy) if self.grad is not None else resize_grad(dy, self.res)
 
 

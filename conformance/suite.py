@@ -257,6 +257,8 @@ def run_check(check: Check, save_dir: str | None = None) -> Record:
 
 
 def _reason(e: Exception) -> str:
-    """An exception as a failure's reason: its type and message, cut at a word boundary."""
-    text = f"{type(e).__name__}: {e}"
+    """An exception as a failure's reason: its type and message (a plug-in's end in its worker: what happened,
+    backends/worker.py), cut at a word boundary."""
+    from .backends.worker import PluginError
+    text = e.reason if isinstance(e, PluginError) else f"{type(e).__name__}: {e}"
     return text if len(text) <= 400 else text[:400].rsplit(" ", 1)[0] + " ..."

@@ -276,7 +276,10 @@ def _area(ax: AxisMap, x: np.ndarray, res: Resampling) -> tuple[np.ndarray, np.n
     count = int(math.ceil(width)) + 2
     _check_table(len(x), count)
     idx = np.floor(lo)[:, None].astype(np.int64) + np.arange(count)
-    w = np.clip(np.minimum(hi[:, None], idx + 1.0) - np.maximum(lo[:, None], idx), 0.0, None) / width
+    if width > 0:
+        w = np.clip(np.minimum(hi[:, None], idx + 1.0) - np.maximum(lo[:, None], idx), 0.0, None) / width
+    else:                   # an infinite scale (align_corners' length-1 rule): the window is its centre's pixel
+        w = (idx == np.floor(x + 0.5)[:, None]).astype(np.float64)
     if res.exclude_outside:
         w = np.where((idx >= 0) & (idx < ax.in_size), w, 0.0)
         total = w.sum(axis=1, keepdims=True)

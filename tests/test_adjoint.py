@@ -35,6 +35,13 @@ def test_adjoint_identity(res, seed):
     assert math.isclose(lhs, rhs, rel_tol=1e-12, abs_tol=1e-12)
 
 
+def test_area_with_an_infinite_scale_samples_the_centre_pixel():
+    """Area's window is 1 / scale pixels: an infinite scale (align_corners' length-1 rule) made it 0 / 0 = NaN."""
+    res = Resampling((AxisMap(1, 1), AxisMap(3, 1, math.inf, 0.0, 0.0)), Mode.AREA)
+    assert resize(np.array([[3.0, 4.0, 5.0]]), res).tolist() == [[3.0]]
+    assert resize_grad(np.array([[2.0]]), res).tolist() == [[2.0, 0.0, 0.0]]
+
+
 def test_any_rank_up_to_8_and_any_axis_subset():
     shape = (2, 1, 3, 1, 2, 1, 2, 3)
     axes = [AxisMap.identity(n) for n in shape]

@@ -248,3 +248,58 @@ def test_explain_never_prints_o_over_inf():
     from dml_desc.explain import coordinate_rule
     assert coordinate_rule(AxisMap(3, 1, math.inf, 0.0, 0.0)) == "0"
     assert coordinate_rule(AxisMap(3, 6, 2, 0.5, -0.5)) == "(o + 0.5) / 2 - 0.5"
+
+
+def test_fuzz_0_draws_no_randomized_case():
+    """--fuzz 0 drew one torch and one oneDNN case anyway (max(1, N // 3))."""
+    from conformance.adjoint import adjoint_checks, backend_adjoint_checks, drawn
+    assert drawn(0, 0) == ((), (), ())
+    assert adjoint_checks(0, 0) == [] and backend_adjoint_checks([Plugin(reference_kernel("torch"), "py:k:t")], 0) == []
+
+
+@pytest.mark.parametrize("convention, runtime", [("torch", "torch"), ("onednn", "oneDNN")])
+def test_each_runtimes_randomized_cases_reach_kernels_of_its_convention(convention, runtime):
+    """The torch and oneDNN adjoint cases (each judged by its runtime's own forward transposed) are offered to a
+    plug-in of that convention, not only the ONNX ones; an ONNX plug-in gets the ONNX ones only."""
+    from conformance.adjoint import backend_adjoint_checks, drawn
+    from test_readme import missing
+    why = missing(runtime)
+    if why:
+        pytest.skip(why)
+    own = drawn(12, 0)[1 if convention == "torch" else 2]
+    assert own, f"no {convention} case was drawn"
+    records = [suite.run_check(c) for c in backend_adjoint_checks([Plugin(reference_kernel(convention), "py:k:f")],
+                                                                  12, 0)]
+    mine = [r for r in records if r.case.startswith(f"adjoint-{convention}-")]
+    assert {r.case for r in mine} == {c.name for c in own}
+    assert all(r.status == "pass" and r.oracle == c.oracle for r, c in zip(mine, own)), mine
+    onnx_checks = backend_adjoint_checks([Plugin(reference_kernel("onnx"), "py:k:o")], 12, 0)
+    assert not [c for c in onnx_checks if c.case.startswith(("adjoint-torch-", "adjoint-onednn-"))]
+
+
+def test_a_tf_kernel_gets_nchw_cases_as_nhwc():
+    """TF image resize is NHWC: an NCHW case whose channels are not resized reaches a tf kernel on its NHWC
+    permutation (dy and dX transposed); a rank-3 case skips with the converter's reason (a ConversionError)."""
+    from dml_desc.errors import ConversionError
+    seen = []
+
+    def tf_kernel(dy, description):
+        seen.append((description["input_shape"], dy.shape))
+        return reference_kernel("tf")(dy, description)
+    tf_kernel.convention = "tf"
+    (record,) = verdicts(tf_kernel, catalog("cross:bilinear_x2_half_pixel"))
+    assert record.status == "pass" and seen == [([2, 6, 10, 3], (2, 12, 20, 3))], (record, seen)
+
+    def channels_first(dy, description):      # reads the NHWC buffers as NCHW: a layout bug the suite must see
+        nchw = np.ascontiguousarray(dy).reshape(2, 3, 12, 20)
+        res = conventions.load("tf", description)[0]
+        res = res.with_(axes=tuple(res.axes[i] for i in (0, 3, 1, 2)))
+        return resize_grad(nchw, res).reshape(2, 6, 10, 3)
+    channels_first.convention = "tf"
+    (record,) = verdicts(channels_first, catalog("cross:bilinear_x2_half_pixel"))
+    assert record.status == "fail" and record.max_abs_err > 0.1, record
+    rank3 = make_case(Config(opset=19, shape=[1, 2, 4], scales=[1.0, 1.0, 2.0], attrs={"mode": "linear"}), seed=0)
+    (record,) = verdicts(reference_kernel("tf"), [rank3])
+    assert record.status == "skip" and "rank=3: TF image resize takes NHWC (4-D) tensors" in record.reason, record
+    with pytest.raises(ConversionError):
+        conventions.dump("tf", rank3.res, backward=True)

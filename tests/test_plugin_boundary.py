@@ -276,3 +276,81 @@ def test_dml_desc_run_with_a_plugin_that_exits_is_one_line_and_writes_nothing(tm
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stdout + proc.stderr
     assert "SystemExit(0): the plug-in called sys.exit()" in proc.stderr
     assert not (tmp_path / "out.npy").exists()
+
+
+def test_a_supports_function_is_asked_in_the_worker_case_by_case(tmp_path):
+    """A plug-in's `supports` function crosses the boundary: the worker asks it per case, and a case it leaves out
+    is 'unsupported by this kernel' (coverage), never a failure; a dict declaration crosses as it is."""
+    write_kernel(tmp_path, "picky", """
+def grad(dy, description):
+    if mode(description) == "nearest":
+        raise AssertionError("never offered: supports() leaves nearest out")
+    return correct(dy, description)
+
+def no_nearest(description, dtype):
+    return "no nearest yet" if mode(description) == "nearest" else None
+
+grad.supports = no_nearest
+
+def linear_only(dy, description):
+    return correct(dy, description)
+
+linear_only.supports = {"modes": ("linear",)}
+""")
+    proc = conformance(tmp_path, "--backend", "py:picky:grad", "-k", "cross:", "--quiet", "--json", "r.json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("3 passed, 0 failed, 0 skipped, 3 unsupported by this kernel"), proc.stdout
+    assert "  unsupported 3: no nearest yet" in proc.stdout, proc.stdout
+    assert records(tmp_path / "r.json")["cross:nearest_x2_asymmetric_floor"] == \
+        ("unsupported", "unsupported by this kernel: no nearest yet")
+    declared = conformance(tmp_path, "--backend", "py:picky:linear_only", "-k", "cross:", "--quiet")
+    assert declared.returncode == 0 and "2 passed, 0 failed, 0 skipped, 4 unsupported" in declared.stdout, \
+        declared.stdout
+    assert "unsupported 4: it declares modes=('linear',)" in declared.stdout, declared.stdout
+
+
+# Two native kernels over the shipped example: one that dereferences NULL on nearest cases (a segfault), one
+# that returns non-zero for every upsampling (a case it does not implement).
+NATIVE = r"""
+#include "example_resample_grad.c"
+
+int crashes_on_nearest(const DML_RESAMPLE_GRAD_OPERATOR_DESC *d, const void *dy, void *dx) {
+    if (d->InterpolationMode == DML_INTERPOLATION_MODE_NEAREST_NEIGHBOR) {
+        volatile float *nowhere = 0;
+        *nowhere = 1.0f;                          /* SIGSEGV */
+    }
+    return resample_grad(d, dy, dx);
+}
+
+int refuses_upsampling(const DML_RESAMPLE_GRAD_OPERATOR_DESC *d, const void *dy, void *dx) {
+    UINT a;
+    for (a = 0; a < d->DimensionCount; ++a)
+        if (d->Scales[a] > 1.0f)
+            return 7;
+    return resample_grad(d, dy, dx);
+}
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="gcc is not installed (apt-get install gcc)")
+def test_a_native_kernel_runs_in_the_worker_a_segfault_fails_only_its_case(tmp_path):
+    from conformance.backends.native import EXAMPLE
+    from conformance.backends.worker import is_plugin
+    assert is_plugin("c:libk.so:crashes_on_nearest")
+    (tmp_path / "kernels.c").write_text(NATIVE)
+    subprocess.run(["gcc", "-O0", "-shared", "-fPIC", f"-I{EXAMPLE.parent}", "-o", str(tmp_path / "libk.so"),
+                    str(tmp_path / "kernels.c"), "-lm"], check=True)
+    crash = conformance(tmp_path, "--backend", "c:libk.so:crashes_on_nearest", "-k", "cross:", "--quiet",
+                        "--json", "r.json")
+    # the suite survives: the linear cases pass (dml cannot state the cubic one), the 3 nearest ones each fail alone
+    got = records(tmp_path / "r.json")
+    assert crash.returncode == 1 and "2 passed, 3 failed, 1 skipped" in crash.stdout, crash.stdout + crash.stderr
+    crashed = {case for case, (status, reason) in got.items() if status == "fail"}
+    assert len(crashed) == 3 and all(got[c][1].startswith("this case ended the worker process (signal 11, SIGSEGV)")
+                           for c in crashed), got
+    assert all(c.startswith("cross:nearest") for c in crashed), crashed
+    assert got["cross:bilinear_x2_half_pixel"][0] == "pass"          # after a crash, a fresh worker
+    refuse = conformance(tmp_path, "--backend", "c:libk.so:refuses_upsampling", "-k", "cross:", "--quiet")
+    assert refuse.returncode == 0, refuse.stdout + refuse.stderr
+    assert refuse.stdout.startswith("1 passed, 0 failed, 1 skipped, 4 unsupported by this kernel"), refuse.stdout
+    assert "it raised NotImplementedError: refuses_upsampling returned 7" in refuse.stdout, refuse.stdout

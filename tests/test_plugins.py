@@ -35,14 +35,34 @@ def doc_modules(folder: Path) -> list:
     return names
 
 
+def doc_outputs() -> list:
+    """The lines of each ```text block of docs/own-kernel.md (the output it shows), timings as ' in Ns'."""
+    return [untimed(block).splitlines() for block in re.findall(r"```text\n(.*?)```", DOC.read_text(), re.S)]
+
+
+def untimed(text: str) -> str:
+    return re.sub(r" in \d+\.\d+s$", " in Ns", text, flags=re.M)
+
+
+def shows(block: list, stdout: str) -> bool:
+    """Whether every line of a block the document shows is a line of the run's output."""
+    lines = untimed(stdout).splitlines()
+    return all(line in lines for line in block)
+
+
 def test_the_documented_kernel_passes_and_the_planted_bug_fails(tmp_path):
     assert doc_modules(tmp_path) == ["my_kernel.py", "my_buggy_kernel.py", "my_partial_kernel.py"]
+    passing, table, failure, partial_shown = doc_outputs()      # the output docs/own-kernel.md shows, as it is
     ok = conformance(tmp_path, "--backend", "py:my_kernel:resize_grad", "-k", "cross:", "--quiet")
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert ok.stdout.startswith("6 passed, 0 failed, 0 skipped")       # the count docs/own-kernel.md states
+    assert ok.stdout.startswith("6 passed, 0 failed, 0 skipped") and shows(passing, ok.stdout), ok.stdout
     bad = conformance(tmp_path, "--backend", "py:my_buggy_kernel:resize_grad", "-k", "cross:", "--quiet",
                       "--json", "r.json", "--html", "report.html", "--junit", "r.xml")
     assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert shows(table, bad.stdout) and shows(failure, bad.stdout), bad.stdout
+    assert "\n1 passed, 5 failed, 0 skipped in " in bad.stdout and "`1 passed, 5 failed, 0 skipped in " in DOC.read_text()
+    partial = conformance(tmp_path, "--backend", "py:my_partial_kernel:resize_grad", "-k", "cross:", "--quiet")
+    assert partial.returncode == 0 and shows(partial_shown, partial.stdout), partial.stdout
     assert "FAILED cross:bilinear_x2_half_pixel [py:my_buggy_kernel:resize_grad, f32, oracle numpy-reference]" \
         in bad.stdout
     results = json.loads((tmp_path / "r.json").read_text())["results"]

@@ -30,7 +30,7 @@ from .paths import ADJOINT_TOL, GRADIENTS, PATHS, error, grad_model, gradient, j
     reference_gradient
 from .shrink import description, run, shrink
 from .section import (ACCEPTED_REFUSALS, BACKEND_OF, DEFAULT_N, DEFAULT_SEED, accepted_refusal, adjoint_checks,
-                      backend_adjoint_checks, may_match)
+                      backend_adjoint_checks, drawn, may_match)
 
 __all__ = ["CONFIG_DTYPES", "CTMS", "MAX_IN", "MAX_OUT", "NEAREST", "SUITE_DTYPE_OF", "TORCH_MODES", "Config", "draw",
            "draw_onednn", "draw_torch", "AdjointCase", "adjoint_cases", "canonical", "first_n", "forward_matrix",
@@ -38,4 +38,4 @@ __all__ = ["CONFIG_DTYPES", "CTMS", "MAX_IN", "MAX_OUT", "NEAREST", "SUITE_DTYPE
            "torch_cases", "torch_matrix", "ADJOINT_TOL", "GRADIENTS", "PATHS", "error", "grad_model", "gradient",
            "judge", "lowered_gradient", "reference_gradient", "description", "run", "shrink", "ACCEPTED_REFUSALS",
            "BACKEND_OF", "DEFAULT_N", "DEFAULT_SEED", "accepted_refusal", "adjoint_checks", "backend_adjoint_checks",
-           "may_match"]
+           "drawn", "may_match"]

@@ -2,6 +2,7 @@
 on any other backend, a failure shrunk and written as a description file."""
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -37,22 +38,37 @@ def adjoint_checks(n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> list:
             raise Skip(f"onnxruntime (the oracle's forward) is not installed: {e}")
         return [Check("adjoint", "onnx", "ort-cpu-lowered", "f32", skip)]
     checks = []
-    for case in adjoint_cases(n, seed):
+    onnx, torch, onednn = drawn(n, seed)
+    for case in onnx:
         for path in PATHS:
             checks.append(Check(f"adjoint/{case.name}", "onnx", BACKEND_OF[path], case.dtype,
                                 lambda c=case, p=path: _suite_run(c, p), oracle=case.oracle,
                                 describe=lambda c=case: c.description))
-    for case in torch_cases(max(1, n // 3), seed):      # torch's own forward transposed, where torch is installed
+    for case in torch:                      # torch's own forward transposed, where torch is installed
         for path in ("static", "reference"):
             checks.append(Check(f"adjoint/{case.name}", "torch", BACKEND_OF[path], "f32",
                                 lambda c=case, p=path: _suite_run(c, p), oracle=case.oracle,
                                 describe=lambda c=case: c.description))
-    for case in onednn_cases(max(1, n // 6), seed):     # oneDNN's forward transposed, where the library is
+    for case in onednn:                     # oneDNN's forward transposed, where the library is
         for path in ("native", "reference"):
             checks.append(Check(f"adjoint/{case.name}", "onednn", BACKEND_OF[path], "f32",
                                 lambda c=case, p=path: _suite_run(c, p), oracle=case.oracle,
                                 describe=lambda c=case: c.description))
     return checks
+
+
+def drawn(n: int, seed: int) -> tuple:
+    """(ONNX, torch, oneDNN cases) of the section: n ONNX configurations, n / 3 torch calls and n / 6 oneDNN
+    problems (at least one of each for n >= 1, none for n = 0), drawn once per (n, seed) for every backend."""
+    return _drawn(n, seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _drawn(n: int, seed: int) -> tuple:
+    def share(k: int) -> int:
+        return min(n, max(1, n // k))
+    return (tuple(adjoint_cases(n, seed)), tuple(torch_cases(share(3), seed)),
+            tuple(onednn_cases(share(6), seed)))
 
 
 def may_match(pattern: str, n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> bool:
@@ -65,8 +81,9 @@ def may_match(pattern: str, n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> boo
 
 
 def backend_adjoint_checks(backends, n: int = DEFAULT_N, seed: int = DEFAULT_SEED, semantics=None) -> list:
-    """The adjoint cases on other backends (py:MODULE:NAME plug-ins, onnxruntime:PROVIDER ...): each case is
-    converted into the backend's convention and judged against the oracle's J^T dY, as any kernel case is."""
+    """The adjoint cases on other backends (py:MODULE:NAME plug-ins, onnxruntime:PROVIDER ...): the ONNX cases on
+    every backend, the torch and oneDNN cases on backends of that convention. Each case is converted into the
+    backend's convention and judged against the oracle's J^T dY, as any kernel case is."""
     if not backends:
         return []
     from onnx_ops.run import onnxruntime
@@ -76,9 +93,14 @@ def backend_adjoint_checks(backends, n: int = DEFAULT_N, seed: int = DEFAULT_SEE
         onnxruntime()
     except Exception:
         return []                       # adjoint_checks already records the skip and its reason
-    cases = [c for c in adjoint_cases(n, seed) if c.res is not None]
-    return [check for b in backends
-            for check in backend_checks(resolve(b, semantics) if isinstance(b, str) else b, cases, semantics)]
+    onnx, torch, onednn = drawn(n, seed)
+    offered = {"torch": torch, "onednn": onednn}       # each runtime's own cases, to kernels of its convention
+    out = []
+    for b in backends:
+        backend = resolve(b, semantics) if isinstance(b, str) else b
+        cases = [c for c in onnx + offered.get(backend.convention, ()) if c.res is not None]
+        out += backend_checks(backend, cases, semantics)
+    return out
 
 
 def _suite_run(case: AdjointCase, path: str):

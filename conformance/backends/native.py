@@ -33,16 +33,19 @@ def header_path() -> Path:
 
 
 class DML_BUFFER_TENSOR_DESC(ctypes.Structure):
+    """directml.h's DML_BUFFER_TENSOR_DESC."""
     _fields_ = [("DataType", ctypes.c_int), ("Flags", ctypes.c_int), ("DimensionCount", ctypes.c_uint32),
                 ("Sizes", ctypes.POINTER(ctypes.c_uint32)), ("Strides", ctypes.POINTER(ctypes.c_uint32)),
                 ("TotalTensorSizeInBytes", ctypes.c_uint64), ("GuaranteedBaseOffsetAlignment", ctypes.c_uint32)]
 
 
 class DML_TENSOR_DESC(ctypes.Structure):
+    """directml.h's DML_TENSOR_DESC (Type DML_TENSOR_TYPE_BUFFER, Desc a DML_BUFFER_TENSOR_DESC)."""
     _fields_ = [("Type", ctypes.c_int), ("Desc", ctypes.c_void_p)]
 
 
 class DML_RESAMPLE_GRAD_OPERATOR_DESC(ctypes.Structure):
+    """directml.h's DML_RESAMPLE_GRAD_OPERATOR_DESC, what SYMBOL receives."""
     _fields_ = [("InputGradientTensor", ctypes.POINTER(DML_TENSOR_DESC)),
                 ("OutputGradientTensor", ctypes.POINTER(DML_TENSOR_DESC)),
                 ("InterpolationMode", ctypes.c_int), ("DimensionCount", ctypes.c_uint32),
@@ -78,6 +81,7 @@ class NativeBackend(Backend):
         self.fn, self.name = fn, name
 
     def available(self) -> Optional[str]:
+        """None: a library that loaded runs here."""
         return None
 
     def run(self, description, dy, dtype):

@@ -90,7 +90,10 @@ class _Refused(Exception):
 
 class WorkerBackend(Backend):
     """A plug-in backend in a child worker process (see the module docstring). `timeout`: seconds per case and
-    per load (None: no limit, for `dml-desc run`)."""
+    per load (None: no limit, for `dml-desc run`). It carries what the plug-in declares: name, convention, dtypes,
+    available(), info() and `supports` (conformance.support: a dict as it is, a function asked in the worker case
+    by case); a plug-in is a kernel under test, so its converter refusals skip (refusal_table False)."""
+    refusal_table = False
 
     def __init__(self, spec: str, semantics=None, timeout: Optional[float] = DEFAULT_CASE_TIMEOUT,
                  flag: str = "--backend"):
@@ -106,6 +109,7 @@ class WorkerBackend(Backend):
             raise DescError(flag, spec, f"cannot be loaded: {e.reason}") from None
         self.name, self.convention, self.dtypes = declared["name"], declared["convention"], tuple(declared["dtypes"])
         self._available, self._info = declared["available"], declared["info"]
+        self.supports = self._ask_support if declared["supports"] == FUNCTION else declared["supports"]
 
     def available(self) -> Optional[str]:
         """What the plug-in's available() said when it was loaded."""
@@ -117,15 +121,24 @@ class WorkerBackend(Backend):
 
     def run(self, description, dy, dtype):
         """dX from the plug-in in the worker (a fresh worker after a crash or a timeout)."""
+        return self._request({"op": "run", "description": description, "dtype": dtype}, dy)[1]
+
+    def _ask_support(self, description, dtype) -> Optional[str]:
+        """The plug-in's supports(description, dtype), asked in the worker: None, or why it leaves the case out."""
+        return self._request({"op": "supports", "description": description, "dtype": dtype}, None)[0]["reason"]
+
+    def _request(self, header: dict, array) -> tuple:
+        """One case's request to the worker (a fresh one after a crash or a timeout) -> its (reply, array); what
+        the plug-in raised is raised here (_reraised)."""
         if self._proc is None:
             try:
                 self._start()
             except _Refused as e:
                 raise PluginError(self.flag, self.spec, f"restarting the worker: {e}") from None
-        header, dx = self._call({"op": "run", "description": description, "dtype": dtype}, dy, "this case")
-        if "error" in header:
-            raise _reraised(self.flag, self.spec, header["error"])
-        return dx
+        reply = self._call(header, array, "this case")
+        if "error" in reply[0]:
+            raise _reraised(self.flag, self.spec, reply[0]["error"])
+        return reply
 
     def close(self) -> None:
         """End the worker: stdin closed, so an idle one exits; one still running a case (Ctrl-C) is killed."""
@@ -295,6 +308,8 @@ def serve() -> None:
         header, array = frame
         if header["op"] == "load":
             backend, reply, out = _load(header)
+        elif header["op"] == "supports":
+            reply, out = _supports(backend, header), None
         else:
             reply, out = _run(backend, header, array)
         write_frame(replies, reply, out)
@@ -323,9 +338,12 @@ def _load(header: dict) -> tuple:
         return None, {"error": _error(e, message)}, None
 
 
+FUNCTION = "function"        # what crosses for a `supports` function: the worker asks it case by case
+
+
 def declared(backend, spec: str) -> dict:
     """What a loaded backend declares, checked: name, convention (one of the description formats), dtypes,
-    available() and info()."""
+    available(), info() and supports (a dict, or FUNCTION)."""
     name = getattr(backend, "name", spec)
     require(isinstance(name, str) and name != "", f"{spec}.name", name, "must be a non-empty string")
     convention, dtypes = checked_interface(name, getattr(backend, "convention", None), getattr(backend, "dtypes", None))
@@ -333,8 +351,19 @@ def declared(backend, spec: str) -> dict:
     require(available is None or isinstance(available, str), f"{name}.available()", available,
             "must return None or the reason it cannot run here")
     info = backend.info() if hasattr(backend, "info") else None
+    from ..support import declared as declared_support
+    supports = declared_support(getattr(backend, "supports", None), name)
     return {"name": name, "convention": convention, "dtypes": list(dtypes), "available": available,
-            "info": None if info is None else str(info)}
+            "info": None if info is None else str(info), "supports": FUNCTION if callable(supports) else supports}
+
+
+def _supports(backend, header: dict) -> dict:
+    """{'reason': None or why} from the backend's supports(description, dtype); what it raises is the reply."""
+    try:
+        reason = backend.supports(header["description"], header["dtype"])
+        return {"reason": str(reason) if reason else None}
+    except BaseException as e:              # noqa: BLE001: the case's verdict, whatever was raised
+        return {"error": _error(e, str(e))}
 
 
 def _run(backend, header: dict, dy) -> tuple:

@@ -82,7 +82,8 @@ def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
     """The first TF v1 resize spelling whose map equals `res` -> (TfResize, notes). `res` must be NHWC:
     only axes 1 and 2 may be resized.
     """
-    require(len(res.axes) == 4, "rank", len(res.axes), "TF image resize takes NHWC (4-D) tensors")
+    if len(res.axes) != 4:              # a refusal (ConversionError), as every map TF cannot state
+        refuse("rank", len(res.axes), "TF image resize takes NHWC (4-D) tensors")
     norm = res.normalized()
     for i in (0, 3):
         if not norm.axes[i].is_identity:
