@@ -184,7 +184,7 @@ def test_unproven_maps_keep_the_general_path(attrs, factor):
     assert proven_axis_form(key(attrs), float(factor), 19) is None
     model = grad_model(attrs, ["N", 3, "H", "W"], [1, 1, factor, factor])
     lowered, report = lower(model, semantics=INSTALLED)
-    assert report[0].forms[0].startswith("dynamic: Resize(identity)")
+    assert report[0].forms[0].startswith("dynamic: Resize(comb)")
     assert "EyeLike" in {n.op_type for g in graphs(lowered.graph) for n in g.node}
 
 
@@ -193,7 +193,7 @@ def test_run_time_scales_keep_the_general_path():
     model.graph.input.append(helper.make_tensor_value_info("scales", F32, [4]))
     del model.graph.initializer[:]
     lowered, report = lower(model, semantics=INSTALLED)
-    assert report[0].forms[0].startswith("dynamic: Resize(identity)")
+    assert report[0].forms[0].startswith("dynamic: Resize(comb)")
 
 
 @pytest.mark.parametrize("attrs, opset", [(NEAREST, 17), (NEAREST, 19), (LINEAR, 17), (LINEAR, 19),
