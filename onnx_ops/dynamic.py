@@ -34,8 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto, helper
 
-from .dynamic_band import BAND_MIN_OPSET, band_plan, contract_band, scatter_flat
-from .dynamic_taps import RunTaps, axis_taps, identity_where, is_identity, unsqueeze
+from .dynamic_band import BAND_MIN_OPSET, band_entries, band_plan, contract_band, scatter_flat
+from .dynamic_taps import (RunTaps, axis_taps, dy_rows, identity_where, is_identity, period, probe_entries,
+                           unsqueeze)
 from .forms import Emitter
 
 DENSE_LAST_MAX = 2 ** 16   # n * m up to which the last axis takes one dense MatMul (a 256 KB matrix)
@@ -74,7 +75,7 @@ def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     dims = em.node("Concat", [em.node("Shape", [dy], "dyshape"), em.node("Shape", [x], "xshape")], "dims", axis=0)
     empty = em.node("Equal", [em.node("ReduceMin", [dims], "shortest", keepdims=1), em.const([0], "zero", np.int64)],
                     "empty")
-    elem = TensorProto.FLOAT if em.acc is np.float32 else TensorProto.DOUBLE
+    elem = _elem(em)
     zero = helper.make_tensor("zero", elem, [1], [0.0])
     zeros = _branch(em, lambda: em.node("ConstantOfShape", [em.node("Shape", [x], "xshape")], "zeros", value=zero),
                     elem, plan.rank)
@@ -111,6 +112,17 @@ def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
         return _unpadded(em, out, sx, banded)
     keep = _branch(em, lambda: _unpadded(em, cur, sx, early), _elem(em), plan.rank)
     return em.node("If", [cond], "axes_done", then_branch=keep, else_branch=_branch(em, resized, _elem(em), plan.rank))
+
+
+def largest_table(plan: DynamicPlan, axis: int, n: int, m: int, opset: int) -> tuple:
+    """(entries, what) of the largest table the path builds at run time for one axis whose lengths n (X) and m (dY)
+    are known when lowering (dml_desc.budget.check_table compares it with the budget)."""
+    if opset < BAND_MIN_OPSET:
+        return n * max(n, m), "the identity probe and the weight matrix (the dynamic path before opset 12)"
+    probes = (probe_entries(plan, n, m), "the probes of its taps")
+    if axis == plan.rank - 1 and n * m <= DENSE_LAST_MAX:
+        return probes
+    return max(probes, (band_entries(n, m, period(plan, n, m)), "its band"))
 
 
 def banded_axes(plan: DynamicPlan, opset: int) -> list:
@@ -166,9 +178,8 @@ def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
 
 def _dense_t(em: Emitter, taps: RunTaps) -> str:
     """[m, n] float32: R^T, the taps' weights at (dY row, X row)."""
-    cols = em.node("Range", [em.const(0, "zero", np.int64), em.node("Squeeze", [taps.m], "m", **_squeeze(em)),
-                             em.const(1, "one", np.int64)], "cols")
-    position = em.node("Add", [em.node("Mul", [unsqueeze(em, cols, 0), taps.n], "row_start"), taps.index], "position")
+    rows = unsqueeze(em, dy_rows(em, taps), 0)
+    position = em.node("Add", [em.node("Mul", [rows, taps.n], "row_start"), taps.index], "position")
     size = em.node("Mul", [taps.m, taps.n], "size")
     flat = scatter_flat(em, em.node("Where", [taps.used, position, size], "position"), taps.weight, size)
     return em.node("Reshape", [flat, em.node("Concat", [taps.m, taps.n], "matrix_shape", axis=0)], "matrix_t")
@@ -182,10 +193,6 @@ def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
     out = em.node("Slice", [_banded(em, plan, cur, taps, 0), em.const([0], "start", np.int64), taps.n,
                             em.const([0], "axis", np.int64)], "unpadded")
     return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0]) if rank > 1 else out
-
-
-def _squeeze(em: Emitter) -> dict:
-    return {"axes": [0]} if em.opset < 13 else {}
 
 
 def _nhwc_copies(em: Emitter, plan: DynamicPlan, n: str, m: str, scales: str) -> str:

@@ -21,18 +21,25 @@ from 11).
 """
 from __future__ import annotations
 
-import numpy as np
-from onnx import TensorProto, helper
+import math
 
-from .dynamic_taps import RunTaps, unsqueeze
+from onnx import helper
+
+from .dynamic_taps import RunTaps, dy_rows, squeeze_axes, unsqueeze
+from .dynamic_taps import ints as _int
 from .forms import Emitter
 
 TILE = 16             # X rows per tile: windows of about TILE * m / n + taps dY rows
 BAND_MIN_OPSET = 12   # Range, GatherElements, Pad's pads input (11), Min / Max on int64 (12)
 
 
-def _int(em: Emitter, values, what: str) -> str:
-    return em.const(values, what, np.int64)
+def band_entries(n: int, m: int, period: int) -> int:
+    """Entries of the largest table band_plan builds for lengths n, m known when lowering, where each dY row reads
+    `period` X rows and the map is about m / n (its weight blocks; the tiles each dY row names)."""
+    tiles = max(math.ceil(n / TILE), 1)
+    tile = math.ceil(n / tiles)
+    width = min(m, math.ceil(m / n * (tile + period)) + 1)
+    return max(tiles * tile * width, m * (math.ceil(period / tile) + 1))
 
 
 def _reduce(em: Emitter, op: str, src: str, axes: list) -> str:
@@ -86,7 +93,7 @@ def _reach(em: Emitter, taps: RunTaps, tile_of: str, tiles: str) -> tuple:
 def _windows(em: Emitter, first: str, last: str, m: str) -> tuple:
     """(index [tiles, width], starts [tiles], width [1]): each tile's window from its first and last dY row (width
     the widest span, at least 1, at most m; starts clamped to [0, m - width])."""
-    m_scalar = em.node("Squeeze", [m], "m_scalar", **_squeeze_axes(em))
+    m_scalar = em.node("Squeeze", [m], "m_scalar", **squeeze_axes(em))
     span = _reduce(em, "ReduceMax", em.node("Sub", [last, first], "span"), [0])
     width = em.node("Min", [em.node("Max", [em.node("Add", [span, _int(em, 1, "one")], "width"),
                                             _int(em, 1, "one")], "width"), m_scalar], "width")
@@ -100,8 +107,7 @@ def _windows(em: Emitter, first: str, last: str, m: str) -> tuple:
 def _scattered(em: Emitter, taps: RunTaps, tile_of: str, starts: str, width: str, tiles: str, tile: str) -> str:
     """[tiles, tile, width] float32: each tap's weight at (its X row's tile, row in the tile, dY row - window start),
     zero elsewhere; taps of weight 0 go to one spare slot past the end, which is dropped."""
-    cols = em.node("Range", [_int(em, 0, "zero"), em.node("Squeeze", [taps.m], "m", **_squeeze_axes(em)),
-                             _int(em, 1, "one")], "cols")
+    cols = dy_rows(em, taps)
     offset = em.node("Sub", [cols, em.node("Gather", [starts, tile_of], "start_of")], "offset")
     size = em.node("Mul", [em.node("Mul", [tiles, tile], "padded_n"), width], "size")
     position = em.node("Where", [taps.used, em.node("Add", [em.node("Mul", [taps.index, width], "row_start"), offset],
@@ -112,10 +118,13 @@ def _scattered(em: Emitter, taps: RunTaps, tile_of: str, starts: str, width: str
 
 def scatter_flat(em: Emitter, position: str, weight: str, size: str) -> str:
     """[size] float32: zeros with weight[k] at position[k] (each position in [0, size) at most once; positions
-    equal to size land in a spare slot that is dropped)."""
+    equal to size land in a spare slot that is dropped). The zeros are read from the weights (w - w), not made by
+    ConstantOfShape: onnxruntime folds constants in every If branch when the session starts, and a dense matrix
+    of lengths known then would be allocated even where its branch is never taken (n = 20,000: 9 GB)."""
     spare = em.node("Add", [size, _int(em, [1], "one")], "slots")
-    zeros = em.node("ConstantOfShape", [spare], "zeros",
-                    value=helper.make_tensor("zero", TensorProto.FLOAT, [1], [0.0]))
+    some = em.node("ReduceMax", [weight], "some_weight", keepdims=1)
+    zeros = em.node("Expand", [em.node("Reshape", [em.node("Sub", [some, some], "zero"), _int(em, [1], "one")],
+                                       "zero"), spare], "zeros")
     flat = [em.node("Reshape", [t, _int(em, [-1], "flat")], "flat") for t in (position, weight)]
     scattered = em.node("ScatterElements", [zeros] + flat, "scattered", axis=0)
     return em.node("Slice", [scattered, _int(em, [0], "start"), size], "scattered")
@@ -125,11 +134,6 @@ def _ceil_div(em: Emitter, a: str, b: str) -> str:
     """ceil(a / b) of int64 tensors, a >= 0 and b > 0: (a + b - 1) / b."""
     up = em.node("Sub", [em.node("Add", [a, b], "sum"), _int(em, [1], "one")], "rounded_up")
     return em.node("Div", [up, b], "ceil")
-
-
-def _squeeze_axes(em: Emitter) -> dict:
-    """Squeeze's axes: an attribute before opset 13 (an input after, where a missing one squeezes every 1)."""
-    return {"axes": [0]} if em.opset < 13 else {}
 
 
 def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis: int, rank: int) -> str:
