@@ -62,7 +62,7 @@ def build_gradient(res: Resampling, dtype: DTypeLike = np.float32, lowered: bool
     try:
         node, notes = _spelled(res, True, semantics, closest=False)      # only whether a spelling exists
     except ConversionError as e:
-        note = (f"no ONNX Resize spelling states this map exactly (one differs in {e.field}); the lowered "
+        note = (f"no ONNX Resize spelling states this map exactly (a candidate differs in {e.field}); the lowered "
                 "model is built straight from the canonical map")
         return build_lowered(res, dtype), (note,)
     return build_resize_grad(node, dtype, lowered=True, semantics=semantics), tuple(notes)

@@ -148,6 +148,8 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str, toleranc
         raise ConversionError(e.field, e.value, f"{e.rule}. The closest spelling, {_spelling(cand)}, changes the "
                               f"weights by max |dw| = {dw:.2g} on {changed} of {taps} taps (per axis); "
                               f"--tolerance {_round_up(dw)} accepts it")
+    if near and not closest:                 # not compared: the first candidate of the same shapes says why
+        raise near[0][2]
     errors.sort(key=lambda e: not isinstance(e, ConversionError))
     if not errors:
         refuse("map", "resampling", f"{target} has no spelling for this map")
