@@ -6,6 +6,11 @@ Two limits, both settable (a process-wide setting, or the environment at import 
 - axis: the most entries of one per-axis table that is materialised (coordinates and taps of a
   resized axis, cost O(size) time and memory; default 2**22, DML_DESC_MAX_AXIS). This keeps e.g.
   TF bicubic `size: [10**8, 4]` from costing 30 s and 8 GB just to load.
+
+From the axis limit follows the bound on one table a lowered model builds per axis at run time (the dynamic
+path's probes, taps and band weights): max_table() = axis * TABLE_WIDTH entries (2^28, 1 GiB of float32, by
+default). `check_table` refuses, before anything is built, a lowering whose estimated table is larger
+(docs/limits.md).
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from .errors import DescError
 
 DEFAULT_ELEMENTS = 2 ** 40
 DEFAULT_AXIS = 2 ** 22
+TABLE_WIDTH = 64      # entries per axis element one run-time per-axis table may hold (max_table)
 
 
 def _from_env(name: str, default: int) -> int:
@@ -47,6 +53,11 @@ def max_elements() -> int:
 def max_axis() -> int:
     """The largest size of one resized axis; DML_DESC_MAX_AXIS overrides it."""
     return _limit("axis")
+
+
+def max_table() -> int:
+    """The most entries one per-axis table built at run time may hold: max_axis() * TABLE_WIDTH."""
+    return max_axis() * TABLE_WIDTH
 
 
 def set_limits(elements: int | None = None, axis: int | None = None) -> dict:
@@ -86,6 +97,14 @@ def check_axis(size, field: str) -> None:
     if _is_int(size) and size > max_axis():
         raise DescError(field, size, f"is more than the per-axis budget of {_count(max_axis())} entries for "
                         "a resized axis (dml_desc.budget.set_limits or DML_DESC_MAX_AXIS)")
+
+
+def check_table(entries: int, field: str, value, what: str) -> None:
+    """A per-axis table of `entries` entries (`what` it is, for the message) that a lowered model would build at
+    run time: refused past max_table(), naming the user's field and value."""
+    if entries > max_table():
+        raise DescError(field, value, f"{what} would hold about {_count(entries)} entries, more than the budget of "
+                        f"{_count(max_table())} for one axis (DML_DESC_MAX_AXIS x {TABLE_WIDTH}; docs/limits.md)")
 
 
 def _count(n: int) -> str:

@@ -24,15 +24,16 @@ def as_onnx_resize(spec: onnx_conv.OnnxResize | Resampling, backward: bool = Tru
     return _spelled(spec, backward, semantics, tolerance)[0]
 
 
-def _spelled(spec, backward: bool, semantics: str | None, tolerance: float = 0.0) -> tuple:
-    """(OnnxResize, notes) for an OnnxResize or a Resampling."""
+def _spelled(spec, backward: bool, semantics: str | None, tolerance: float = 0.0, closest: bool = True) -> tuple:
+    """(OnnxResize, notes) for an OnnxResize or a Resampling; `closest` False: a refusal skips naming the closest
+    spelling (for callers that only ask whether one exists)."""
     tolerance = check_tolerance(tolerance)
     if isinstance(spec, onnx_conv.OnnxResize):
         onnx_conv.to_canonical(spec, semantics or onnx_conv.STAND_IN_SEMANTICS)            # validates
         return spec, ()
     require(isinstance(spec, Resampling), "spec", type(spec).__name__, "must be an OnnxResize or a Resampling")
     return onnx_conv.from_canonical(spec, opset=OPSET, op_type="ResizeGrad" if backward else "Resize",
-                                    semantics=semantics, tolerance=tolerance)
+                                    semantics=semantics, tolerance=tolerance, closest=closest)
 
 
 GRAD_NODE = "ResizeGrad_0"               # the gradient node's name (its lowering's nodes are named after it)
@@ -61,9 +62,9 @@ def build_gradient(res: Resampling, dtype: DTypeLike = np.float32, lowered: bool
         node, notes = _spelled(res, True, semantics, tolerance)
         return _record(build_resize_grad(node, dtype, semantics=semantics), notes), tuple(notes)
     try:
-        node, notes = _spelled(res, True, semantics)
+        node, notes = _spelled(res, True, semantics, closest=False)      # only whether a spelling exists
     except ConversionError as e:
-        note = (f"no ONNX Resize spelling states this map exactly (the closest differs in {e.field}); the lowered "
+        note = (f"no ONNX Resize spelling states this map exactly (a candidate differs in {e.field}); the lowered "
                 "model is built straight from the canonical map")
         return build_lowered(res, dtype), (note,)
     return build_resize_grad(node, dtype, lowered=True, semantics=semantics), tuple(notes)

@@ -1,28 +1,31 @@
-"""ResizeGrad whose sizes or scales are known only at run time: per-axis matrices built inside the graph.
+"""ResizeGrad whose sizes or scales are known only at run time: per-axis taps read inside the graph.
 
-For each axis the node may resize, onnxruntime's own Resize is run on an identity matrix. The probe
-I(n) viewed as [n, 1, 1, n] and resized by scales [1, 1, h, s] (or sizes [n, 1, 1, m]) gives
-R[j, 0, 0, o] = the weight of input j in output o, in the runtime's float32 arithmetic: its coordinates
-per coordinate_transformation_mode, its nearest ties, cubic_coeff_a, exclude_outside, antialias and the
-roi of tf_crop_and_resize (extrapolated outputs read weight 0, also on an axis that antialias copies).
-dX is dY contracted with R axis by axis, every sum in a fixed order (deterministic on every run and
-thread count): the last axis by one MatMul with R^T (what the static lowering does there too), every other
-axis, from opset 12, by the band form built from R at run time (onnx_ops.dynamic_band: windows of dY rows
-per tile of X rows, one batched MatMul; opset 10-11 keep a dense MatMul). Banded axes from 2 up go first,
-then the last axis, then axes 0 and 1, which are seldom resized: an If skips them where their run-time
-matrix is the identity (a symbolic batch that keeps its size) at the cost of one copy of the final dX,
-which also drops the band's padding rows (both Ifs from opset 12 with dY's type known). An outer If
-returns zeros for a dY with an empty axis, where the probes and reshapes would fail.
+For each axis the node may resize, onnxruntime's own Resize gives the taps, in the runtime's float32 arithmetic
+(its coordinates per coordinate_transformation_mode, its nearest ties, cubic_coeff_a, exclude_outside, antialias
+and the roi of tf_crop_and_resize; extrapolated outputs read weight 0, also on an axis that antialias copies). From
+opset 12 it resizes combs (onnx_ops.dynamic_taps: [P, m] tables of X rows and weights, O((n + m) * P) memory), and
+dX is dY contracted with them axis by axis, every sum in a fixed order (deterministic on every run and thread
+count): every axis but the last by the band form built from the taps (onnx_ops.dynamic_band: windows of dY rows
+per tile of X rows, one batched MatMul); the last axis, where a Gather would move single values, by one MatMul with
+the dense matrix where it is small (n * m <= DENSE_LAST_MAX), else by the band between two Transposes. Banded axes
+from 2 up go first, then the last axis, then axes 0 and 1, which are seldom resized: an If skips them where their
+taps are the identity (a symbolic batch that keeps its size) at the cost of one copy of the final dX, which also
+drops the band's padding rows (both Ifs with dY's type known). An outer If returns zeros for a dY with an empty
+axis, where the probes and reshapes would fail.
+
+Before opset 12 (no Unique, Range or int64 Min / Max in the schemas the model imports), the path resizes the
+identity matrix I(n), viewed as [n, 1, 1, n], which gives the n x m weight matrix R, and contracts each axis with
+all of R by MatMul: O(n * max(n, m)) memory, refused by the size budget where the lengths are known
+(onnx_ops.planning).
 
 onnxruntime copies its input, without resampling, when the whole output shape equals the input shape.
 An axis whose size does not change (a scale in (1, 2)) while another one does is resampled, so the probe
 then also stretches its size-1 axis to h = 2 (value-exact for every mode but plain cubic, whose
 weights sum to 1 within a float32 rounding).
 
-Cost per row: O(n * window) on banded axes, O(n * m) on the last axis; building R costs O(n * m) once
-per run (onnxruntime's cubic Resize is the slow part there: about 4 ms per 96-long probe on one core).
-An inf or NaN in dY reaches the dX rows whose window holds it on a banded axis, the whole dX line on the
-last axis (0 x inf).
+Cost per row: O(window) on banded axes, O(m) on a small last axis. The taps cost O((n + m) * P) per run, their
+band plan O(m * P log(m * P) + n * width). An inf or NaN in dY reaches the dX rows whose window holds it on a
+banded axis, the whole dX line on a dense last axis (0 x inf).
 """
 from __future__ import annotations
 
@@ -31,9 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto, helper
 
-from .dynamic_band import BAND_MIN_OPSET, band_plan, band_weights, contract_band
+from .dynamic_band import BAND_MIN_OPSET, band_entries, band_plan, contract_band, scatter_flat
+from .dynamic_taps import (RunTaps, axis_taps, dy_rows, identity_where, is_identity, period, probe_entries,
+                           unsqueeze)
 from .forms import Emitter
 
+DENSE_LAST_MAX = 2 ** 16   # n * m up to which the last axis takes one dense MatMul (a 256 KB matrix)
 PROBE_ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
                "antialias")
 
@@ -69,7 +75,7 @@ def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     dims = em.node("Concat", [em.node("Shape", [dy], "dyshape"), em.node("Shape", [x], "xshape")], "dims", axis=0)
     empty = em.node("Equal", [em.node("ReduceMin", [dims], "shortest", keepdims=1), em.const([0], "zero", np.int64)],
                     "empty")
-    elem = TensorProto.FLOAT if em.acc is np.float32 else TensorProto.DOUBLE
+    elem = _elem(em)
     zero = helper.make_tensor("zero", elem, [1], [0.0])
     zeros = _branch(em, lambda: em.node("ConstantOfShape", [em.node("Shape", [x], "xshape")], "zeros", value=zero),
                     elem, plan.rank)
@@ -78,32 +84,45 @@ def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
 
 
 def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
+    if em.opset < BAND_MIN_OPSET:
+        return _emit_identity_probes(em, dy, x, plan)
     sx, sdy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
     scales = _checked_scales(em, plan) if plan.scales else ""
     h = _probe_height(em, plan, sx, sdy)
+    taps = {a: _axis_taps(em, plan, a, pos, sx, sdy, scales, h) for a, pos in plan.axes}
     banded, last = banded_axes(plan, em.opset), plan.rank - 1
-    matrices = {a: _axis_matrix(em, plan, a, pos, sx, sdy, scales, h, transposed=a == last) for a, pos in plan.axes}
-
-    def contract(src: str, axes: list) -> str:
-        for a in axes:
-            src = _contract_axis(em, plan, src, matrices[a], a, a in banded)
-        return src
-
-    if not banded:                  # the last axis first, as before bands
-        return contract(dy, sorted(matrices, reverse=True))
     late = [a for a in banded if a < 2] if plan.convert else []
     early = [a for a in banded if a not in late]
-    cur = contract(dy, early + [last] * (last in matrices))
+    cur = dy
+    for a in early:
+        cur = _banded(em, plan, cur, taps[a], a)
+    if last in taps:
+        cur = _last_axis(em, plan, cur, taps[last])
     if not late:
         return _unpadded(em, cur, sx, early)
     # batch and channels (axes 0, 1) are seldom resized: last, where the data is smallest, and skipped when
-    # their run-time matrices are the identity (an If: one copy, which also drops the other axes' padding)
-    identity = [_is_identity(em, matrices[a]) for a in late]
+    # their run-time taps are the identity (an If: one copy, which also drops the other axes' padding)
+    identity = [is_identity(em, taps[a]) for a in late]
     cond = identity[0] if len(identity) == 1 else em.node("And", identity, "identity")
-    elem = TensorProto.FLOAT if em.acc is np.float32 else TensorProto.DOUBLE
-    keep = _branch(em, lambda: _unpadded(em, cur, sx, early), elem, plan.rank)
-    resized = _branch(em, lambda: _unpadded(em, contract(cur, late), sx, banded), elem, plan.rank)
-    return em.node("If", [cond], "axes_done", then_branch=keep, else_branch=resized)
+
+    def resized():
+        out = cur
+        for a in late:
+            out = _banded(em, plan, out, taps[a], a)
+        return _unpadded(em, out, sx, banded)
+    keep = _branch(em, lambda: _unpadded(em, cur, sx, early), _elem(em), plan.rank)
+    return em.node("If", [cond], "axes_done", then_branch=keep, else_branch=_branch(em, resized, _elem(em), plan.rank))
+
+
+def largest_table(plan: DynamicPlan, axis: int, n: int, m: int, opset: int) -> tuple:
+    """(entries, what) of the largest table the path builds at run time for one axis whose lengths n (X) and m (dY)
+    are known when lowering (dml_desc.budget.check_table compares it with the budget)."""
+    if opset < BAND_MIN_OPSET:
+        return n * max(n, m), "the identity probe and the weight matrix (the dynamic path before opset 12)"
+    probes = (probe_entries(plan, n, m), "the probes of its taps")
+    if axis == plan.rank - 1 and n * m <= DENSE_LAST_MAX:
+        return probes
+    return max(probes, (band_entries(n, m, period(plan, n, m)), "its band"))
 
 
 def banded_axes(plan: DynamicPlan, opset: int) -> list:
@@ -111,47 +130,102 @@ def banded_axes(plan: DynamicPlan, opset: int) -> list:
     return sorted(a for a, _ in plan.axes if a != plan.rank - 1) if opset >= BAND_MIN_OPSET else []
 
 
+LAST_AXIS_FORM = f"dense (n * m <= {DENSE_LAST_MAX}) or band"
+
+
 def axis_forms(plan: DynamicPlan, opset: int) -> tuple:
     """The form each of plan.axes takes, as the lowering report prints it."""
-    banded = banded_axes(plan, opset)
-    return tuple("dynamic: Resize(identity) + " + ("band" if a in banded else "MatMul") for a, _ in plan.axes)
+    if opset < BAND_MIN_OPSET:
+        return ("dynamic: Resize(identity) + MatMul",) * len(plan.axes)
+    last = LAST_AXIS_FORM if plan.convert else "band"
+    return tuple("dynamic: Resize(comb) + " + (last if a == plan.rank - 1 else "band") for a, _ in plan.axes)
 
 
-def _contract_axis(em: Emitter, plan: DynamicPlan, cur: str, matrix: str, axis: int, band: bool) -> str:
-    """cur's `axis` contracted with the float32 matrix: the band form, or a dense MatMul."""
-    if not band:
-        return _contract(em, cur, _converted(em, plan, matrix, cur), axis, plan.rank)
-    blocks, index, m = band_plan(em, matrix)
-    weights = _converted(em, plan, band_weights(em, blocks, index), cur)
-    return contract_band(em, cur, weights, index, m, axis, plan.rank)
+def _elem(em: Emitter) -> int:
+    return TensorProto.FLOAT if em.acc is np.float32 else TensorProto.DOUBLE
 
 
-def _is_identity(em: Emitter, matrix: str) -> str:
-    """[1] bool: the run-time matrix is square and the identity."""
-    dims = em.node("Shape", [matrix], "mdims")
-    square = em.node("Equal", [em.node("ReduceMin", [dims], "n_or_m", keepdims=1),
-                               em.node("ReduceMax", [dims], "n_or_m", keepdims=1)], "square")
-    eye = em.node("Cast", [em.node("Equal", [matrix, em.node("EyeLike", [matrix], "eye")], "eye_entry")], "eye_entry",
-                  to=TensorProto.INT32)
-    every = em.node("Cast", [em.node("ReduceMin", [eye], "all_eye", keepdims=1)], "all_eye", to=TensorProto.BOOL)
-    return em.node("And", [square, em.node("Reshape", [every, em.const([1], "one", np.int64)], "all_eye")],
-                   "identity")
+def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, sx: str, sdy: str, scales: str, h: str) -> RunTaps:
+    """One axis's run-time taps (onnx_ops.dynamic_taps), the identity where onnxruntime's NHWC cubic kernel
+    copies the axis."""
+    # Gather, not Slice: onnxruntime warns that it cannot rename a Slice of a shape read inside an If branch
+    n, m = (em.node("Gather", [s, em.const([axis], "axis", np.int64)], "length") for s in (sx, sdy))
+    scale = _slice(em, scales, pos, pos + 1) if plan.scales else ""
+    taps = axis_taps(em, plan, pos, n, m, scale, _probe_roi(em, plan, pos), h)
+    if plan.nhwc_cubic and axis in (1, 2):
+        taps = identity_where(em, taps, _nhwc_copies(em, plan, n, m, scales))
+    return taps
+
+
+def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int) -> str:
+    """cur's `axis` (not the last) contracted by the band form: tiles * tile rows (n and the padding)."""
+    weights, index, m = band_plan(em, taps)
+    return contract_band(em, cur, _converted(em, plan, weights, cur), index, m, axis, plan.rank)
+
+
+def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
+    """cur's last axis contracted into n: one MatMul with the dense m x n matrix where n * m <= DENSE_LAST_MAX,
+    else the band between two Transposes (an If; the band alone where dY's type is not known)."""
+    if not plan.convert:
+        return _band_last(em, plan, cur, taps)
+    small = em.node("LessOrEqual", [em.node("Mul", [taps.n, taps.m], "entries"),
+                                    em.const([DENSE_LAST_MAX], "dense_max", np.int64)], "small")
+    dense = _branch(em, lambda: em.node("MatMul", [cur, _converted(em, plan, _dense_t(em, taps), cur)], "contracted"),
+                    _elem(em), plan.rank)
+    band = _branch(em, lambda: _band_last(em, plan, cur, taps), _elem(em), plan.rank)
+    return em.node("If", [small], "last_axis", then_branch=dense, else_branch=band)
+
+
+def _dense_t(em: Emitter, taps: RunTaps) -> str:
+    """[m, n] float32: R^T, the taps' weights at (dY row, X row)."""
+    rows = unsqueeze(em, dy_rows(em, taps), 0)
+    position = em.node("Add", [em.node("Mul", [rows, taps.n], "row_start"), taps.index], "position")
+    size = em.node("Mul", [taps.m, taps.n], "size")
+    flat = scatter_flat(em, em.node("Where", [taps.used, position, size], "position"), taps.weight, size)
+    return em.node("Reshape", [flat, em.node("Concat", [taps.m, taps.n], "matrix_shape", axis=0)], "matrix_t")
+
+
+def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
+    """The last axis by the band form: moved to the front, contracted, the padding rows dropped, moved back."""
+    rank = plan.rank
+    if rank > 1:
+        cur = em.node("Transpose", [cur], "axis_first", perm=[rank - 1] + list(range(rank - 1)))
+    out = em.node("Slice", [_banded(em, plan, cur, taps, 0), em.const([0], "start", np.int64), taps.n,
+                            em.const([0], "axis", np.int64)], "unpadded")
+    return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0]) if rank > 1 else out
+
+
+def _nhwc_copies(em: Emitter, plan: DynamicPlan, n: str, m: str, scales: str) -> str:
+    """[1] bool: onnxruntime's NHWC cubic kernel copies this axis: its length is unchanged (and, for run-time
+    scales, those scales are [1, >= 1, >= 1, 1])."""
+    cond = em.node("Equal", [n, m], "same_length")
+    if plan.nhwc_cubic == "run time":
+        one = em.const([1.0], "one", np.float32)
+        for axis, pos in plan.axes:
+            s = _slice(em, scales, pos, pos + 1)
+            test = em.node("Equal", [s, one], "is_one") if axis in (0, 3) else \
+                em.node("Not", [em.node("Less", [s, one], "below_one")], "at_least_one")
+            cond = em.node("And", [cond, test], "nhwc")
+    return cond
+
+
+def _emit_identity_probes(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
+    """Before opset 12: each axis contracted with all of R = Resize(I(n)) by a dense MatMul, the last axis first."""
+    sx, sdy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
+    scales = _checked_scales(em, plan) if plan.scales else ""
+    h = _probe_height(em, plan, sx, sdy)
+    matrices = {a: _axis_matrix(em, plan, a, pos, sx, sdy, scales, h, transposed=a == plan.rank - 1)
+                for a, pos in plan.axes}
+    cur = dy
+    for a in sorted(matrices, reverse=True):
+        cur = _contract(em, cur, _converted(em, plan, matrices[a], cur), a, plan.rank)
+    return cur
 
 
 def _branch(em: Emitter, build, elem: int, rank: int):
-    """A subgraph of the nodes `build` emits, its output of `rank`. The constants it made become Constant
-    nodes inside it: every initializer of the model stays used by a node of the main graph (tools that prune
-    initializers look there only). The lowering names its nodes after the If's."""
-    outer, em.nodes, first_init = em.nodes, [], len(em.inits)
-    try:
-        out = build()
-        nodes = em.nodes
-    finally:
-        em.nodes = outer
-    consts = [helper.make_node("Constant", [], [t.name], value=t) for t in em.inits[first_init:]]
-    del em.inits[first_init:]
-    return helper.make_graph(consts + nodes, em.name("branch"), [],
-                             [helper.make_tensor_value_info(out, elem, [None] * rank)])
+    """A subgraph of the nodes `build` emits, its output of `rank` (Emitter.subgraph). The lowering names its
+    nodes after the If's."""
+    return em.subgraph(lambda: [(build(), elem, rank)])
 
 
 def _unpadded(em: Emitter, cur: str, sx: str, axes: list) -> str:
@@ -211,24 +285,10 @@ def _axis_matrix(em: Emitter, plan: DynamicPlan, axis: int, pos: int, sx: str, s
         row = em.node("Transpose", [row], "matrix_t", perm=[3, 1, 2, 0])
     matrix = em.node("Reshape", [row, em.const([0, -1], "matrix_shape", np.int64)], "matrix")
     if plan.nhwc_cubic and axis in (1, 2):
-        matrix = _copy_same_length(em, plan, matrix, n, m, scales)
+        eye = em.node("EyeLike", [em.node("ConstantOfShape", [em.node("Concat", [n, m], "rect", axis=0)], "zeros")],
+                      "eye")
+        matrix = em.node("Where", [_nhwc_copies(em, plan, n, m, scales), eye, matrix], "copied")
     return matrix
-
-
-def _copy_same_length(em: Emitter, plan: DynamicPlan, matrix: str, n: str, m: str, scales: str) -> str:
-    """The identity where onnxruntime's NHWC cubic kernel copies this axis: its length is unchanged (and, for
-    run-time scales, those scales are [1, >= 1, >= 1, 1])."""
-    cond = em.node("Equal", [n, m], "same_length")
-    if plan.nhwc_cubic == "run time":
-        one = em.const([1.0], "one", np.float32)
-        for axis, pos in plan.axes:
-            s = _slice(em, scales, pos, pos + 1)
-            test = em.node("Equal", [s, one], "is_one") if axis in (0, 3) else \
-                em.node("Not", [em.node("Less", [s, one], "below_one")], "at_least_one")
-            cond = em.node("And", [cond, test], "nhwc")
-    eye = em.node("EyeLike", [em.node("ConstantOfShape", [em.node("Concat", [n, m], "rect", axis=0)], "zeros")],
-                  "eye")
-    return em.node("Where", [cond, eye, matrix], "copied")
 
 
 def _slice_axis2(em: Emitter, src: str) -> str:

@@ -1,32 +1,45 @@
-"""The band form of one axis on the dynamic path: windows and weight blocks cut from the run-time matrix.
+"""The band form of one axis on the dynamic path: windows and weight blocks built from the run-time taps.
 
-The dynamic path (onnx_ops.dynamic) builds each axis's matrix R (n X rows x m dY rows) in the graph. Contracting
-an axis with all of R costs O(n * m) per row, although each X row reads a few dY rows only. The band form is
-the static one (onnx_ops.forms.Band) with its plan computed at run time, once per run from R alone:
+The dynamic path (onnx_ops.dynamic) reads each axis's taps in the graph (onnx_ops.dynamic_taps: [P, m] tables of
+X rows and weights). Each X row reads a few dY rows, so the band form is the static one (onnx_ops.forms.Band) with
+its plan computed at run time, once per run, from the taps alone (never a dense n x m matrix):
 
-- the X rows are cut into tiles of TILE rows (R padded with zero rows to a whole number of tiles; the caller
-  slices the padding off dX at the end);
-- each tile reads the window of `width` consecutive dY rows that holds every nonzero of its rows, width the
-  widest tile's span (at least 1, at most m), a window clamped to start in [0, m - width] like the static band's;
-- per tile, the (TILE x width) block of R under its window is gathered (GatherElements), dY's windows are
-  gathered (Gather), and one batched MatMul contracts them all.
+- the X rows are cut into tiles of TILE rows (the last tile padded with zero rows; the caller slices the padding
+  off dX at the end);
+- each tile reads the window of `width` consecutive dY rows that holds every nonzero weight of its rows, width the
+  widest tile's span (at least 1, at most m), a window clamped to start in [0, m - width] like the static band's.
+  A tile's first and last dY row are found by sorting: each dY row names the tiles its taps reach, and Unique
+  gives the first (and, on the reversed list, the last) dY row naming each tile;
+- each weight is scattered (ScatterElements, every position written once) into its tile's (TILE x width) block,
+  dY's windows are gathered (Gather), and one batched MatMul contracts them all.
 
-Cost O(n * width) per row instead of O(n * m); the plan itself costs O(n * m) once per run (R's size). Every
-sum runs in a fixed order (MatMul over the window), so results are bitwise identical across runs and thread
-counts. The ops are from opset 12 (Min / Max on int64; Range, GatherElements and a run-time pads input from 11).
+Memory and time O(m * P log(m * P) + n * width) per axis, width about TILE * m / n + P: linear in the lengths
+(docs/limits.md). The windows and weights are those of the dense matrix the path used to build, so the sums are
+the same. Every sum runs in a fixed order (MatMul over the window): results are bitwise identical across runs and
+thread counts. The ops are from opset 12 (Min / Max on int64; Range, Unique, ScatterElements and GatherElements
+from 11).
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
+from onnx import helper
+
+from .dynamic_taps import RunTaps, dy_rows, squeeze_axes, unsqueeze
+from .dynamic_taps import ints as _int
 from .forms import Emitter
 
 TILE = 16             # X rows per tile: windows of about TILE * m / n + taps dY rows
 BAND_MIN_OPSET = 12   # Range, GatherElements, Pad's pads input (11), Min / Max on int64 (12)
 
 
-def _int(em: Emitter, values, what: str) -> str:
-    return em.const(values, what, np.int64)
+def band_entries(n: int, m: int, period: int) -> int:
+    """Entries of the largest table band_plan builds for lengths n, m known when lowering, where each dY row reads
+    `period` X rows and the map is about m / n (its weight blocks; the tiles each dY row names)."""
+    tiles = max(math.ceil(n / TILE), 1)
+    tile = math.ceil(n / tiles)
+    width = min(m, math.ceil(m / n * (tile + period)) + 1)
+    return max(tiles * tile * width, m * (math.ceil(period / tile) + 1))
 
 
 def _reduce(em: Emitter, op: str, src: str, axes: list) -> str:
@@ -36,59 +49,91 @@ def _reduce(em: Emitter, op: str, src: str, axes: list) -> str:
     return em.node(op, [src], "reduced", axes=axes, keepdims=0)
 
 
-def band_plan(em: Emitter, matrix: str, max_tile: int = TILE) -> tuple:
-    """(blocks, index, m) of R = `matrix` (n x m, float32): blocks R padded with zero rows to whole tiles, as
-    [tiles, tile, m] (tiles = ceil(n / max_tile), tile = ceil(n / tiles)); index [tiles, width] the dY rows
-    each tile's window reads; m as a [1] tensor."""
-    dims = em.node("Shape", [matrix], "rdims")
-    n = em.node("Slice", [dims, _int(em, [0], "start"), _int(em, [1], "end")], "n")
-    m = em.node("Slice", [dims, _int(em, [1], "start"), _int(em, [2], "end")], "m")
-    tiles = em.node("Max", [_ceil_div(em, n, _int(em, [max_tile], "max_tile")), _int(em, [1], "one")], "tiles")
-    tile = _ceil_div(em, n, tiles)                     # padding < tiles rows: under 1 / max_tile of n
-    extra = em.node("Sub", [em.node("Mul", [tiles, tile], "padded_n"), n], "extra")
-    pads = em.node("Concat", [_int(em, [0, 0], "zeros"), extra, _int(em, [0], "zero")], "pads", axis=0)
-    padded = em.node("Pad", [matrix, pads], "padded")
-    blocks = em.node("Reshape", [padded, em.node("Concat", [tiles, tile, m], "block_shape", axis=0)], "blocks")
-    return blocks, _windows(em, blocks, m), m
+def band_plan(em: Emitter, taps: RunTaps, max_tile: int = TILE) -> tuple:
+    """(weights, index, m) of one axis's taps: weights [tiles, tile, width] float32, the taps' weights in each tile's
+    window (tiles = ceil(n / max_tile), tile = ceil(n / tiles); rows past n are zero); index [tiles, width] the dY
+    rows each tile's window reads; m as a [1] tensor."""
+    tiles = em.node("Max", [_ceil_div(em, taps.n, _int(em, [max_tile], "max_tile")), _int(em, [1], "one")], "tiles")
+    tile = _ceil_div(em, taps.n, tiles)                # padding < tiles rows: under 1 / max_tile of n
+    tile_of = em.node("Div", [taps.index, tile], "tile_of")                                   # [P, m]
+    first, last = _reach(em, taps, tile_of, tiles)
+    index, starts, width = _windows(em, first, last, taps.m)
+    return _scattered(em, taps, tile_of, starts, width, tiles, tile), index, taps.m
 
 
-def _windows(em: Emitter, blocks: str, m: str) -> str:
-    """[tiles, width]: the dY rows each tile reads, from the first to the last nonzero weight of its rows
-    (width the widest span, at least 1, at most m; starts clamped to [0, m - width])."""
-    m_scalar = em.node("Squeeze", [m], "m_scalar", **_squeeze_axes(em))
-    cols = em.node("Range", [_int(em, 0, "zero"), m_scalar, _int(em, 1, "one")], "cols")
-    used = em.node("Not", [em.node("Equal", [blocks, em.const(0.0, "zero", np.float32)], "unused")], "used")
-    first = _reduce(em, "ReduceMin", em.node("Where", [used, cols, m], "first_col"), [1, 2])
-    last = _reduce(em, "ReduceMax", em.node("Where", [used, cols, _int(em, [-1], "none")], "last_col"), [1, 2])
+def _reach(em: Emitter, taps: RunTaps, tile_of: str, tiles: str) -> tuple:
+    """([tiles], [tiles]): the first and the last dY row with a nonzero weight in each tile's X rows (m and -1
+    where there is none). Each dY row o names the tiles from its lowest to its highest read row's (reach(o) of them;
+    a dY row with no weight, none); Unique finds, per tile, the first naming, and on the reversed list the last."""
+    low = _reduce(em, "ReduceMin", em.node("Where", [taps.used, tile_of, tiles], "low"), [0])      # [m]
+    high = _reduce(em, "ReduceMax", em.node("Where", [taps.used, tile_of, _int(em, [-1], "none")], "high"), [0])
+    reach = em.node("Add", [em.node("Sub", [high, low], "reach"), _int(em, [1], "one")], "reach")
+    most = em.node("Max", [_reduce(em, "ReduceMax", reach, [0]), _int(em, 1, "one")], "most")    # scalar >= 1
+    steps = em.node("Range", [_int(em, 0, "zero"), most, _int(em, 1, "one")], "steps")
+    named = em.node("Add", [unsqueeze(em, low, 1), steps], "named")                           # [m, most]
+    reached = em.node("LessOrEqual", [named, unsqueeze(em, high, 1)], "reached")
+    named = em.node("Where", [reached, named, tiles], "named")                    # else the spare tile `tiles`
+    flat = em.node("Reshape", [named, _int(em, [-1], "flat")], "named")
+    backwards = em.node("Slice", [flat, _int(em, [-1], "start"), _int(em, [-2 ** 63], "end"), _int(em, [0], "axis"),
+                                  _int(em, [-1], "step")], "reversed")
+    total = em.node("Sub", [em.node("Size", [flat], "entries"), _int(em, 1, "one")], "last_entry")
+    bound = em.node("Add", [tiles, _int(em, [1], "one")], "slots")
+    fill = [em.node("Expand", [v, bound], "fill") for v in (taps.m, _int(em, [-1], "none"))]
+    found = []
+    for keys, data, backward in ((flat, fill[0], False), (backwards, fill[1], True)):
+        named_tiles, at = em.name("tile"), em.name("at")
+        em.nodes.append(helper.make_node("Unique", [keys], [named_tiles, at], sorted=1))
+        entry = em.node("Sub", [total, at], "entry") if backward else at
+        row = em.node("Div", [entry, most], "dy_row")
+        found.append(em.node("Slice", [em.node("ScatterElements", [data, named_tiles, row], "reach", axis=0),
+                                       _int(em, [0], "start"), tiles], "reach"))
+    return found[0], found[1]
+
+
+def _windows(em: Emitter, first: str, last: str, m: str) -> tuple:
+    """(index [tiles, width], starts [tiles], width [1]): each tile's window from its first and last dY row (width
+    the widest span, at least 1, at most m; starts clamped to [0, m - width])."""
+    m_scalar = em.node("Squeeze", [m], "m_scalar", **squeeze_axes(em))
     span = _reduce(em, "ReduceMax", em.node("Sub", [last, first], "span"), [0])
     width = em.node("Min", [em.node("Max", [em.node("Add", [span, _int(em, 1, "one")], "width"),
                                             _int(em, 1, "one")], "width"), m_scalar], "width")
     starts = em.node("Max", [em.node("Min", [first, em.node("Sub", [m, width], "last_start")], "starts"),
                              _int(em, 0, "zero")], "starts")
     steps = em.node("Range", [_int(em, 0, "zero"), width, _int(em, 1, "one")], "steps")
-    return em.node("Add", [em.node("Reshape", [starts, _int(em, [-1, 1], "column")], "starts"), steps], "index")
+    index = em.node("Add", [em.node("Reshape", [starts, _int(em, [-1, 1], "column")], "starts"), steps], "index")
+    return index, starts, em.node("Reshape", [width, _int(em, [1], "one")], "width")
+
+
+def _scattered(em: Emitter, taps: RunTaps, tile_of: str, starts: str, width: str, tiles: str, tile: str) -> str:
+    """[tiles, tile, width] float32: each tap's weight at (its X row's tile, row in the tile, dY row - window start),
+    zero elsewhere; taps of weight 0 go to one spare slot past the end, which is dropped."""
+    cols = dy_rows(em, taps)
+    offset = em.node("Sub", [cols, em.node("Gather", [starts, tile_of], "start_of")], "offset")
+    size = em.node("Mul", [em.node("Mul", [tiles, tile], "padded_n"), width], "size")
+    position = em.node("Where", [taps.used, em.node("Add", [em.node("Mul", [taps.index, width], "row_start"), offset],
+                                                    "position"), size], "position")
+    return em.node("Reshape", [scatter_flat(em, position, taps.weight, size),
+                               em.node("Concat", [tiles, tile, width], "block_shape", axis=0)], "weights")
+
+
+def scatter_flat(em: Emitter, position: str, weight: str, size: str) -> str:
+    """[size] float32: zeros with weight[k] at position[k] (each position in [0, size) at most once; positions
+    equal to size land in a spare slot that is dropped). The zeros are read from the weights (w - w), not made by
+    ConstantOfShape: onnxruntime folds constants in every If branch when the session starts, and a dense matrix
+    of lengths known then would be allocated even where its branch is never taken (n = 20,000: 9 GB)."""
+    spare = em.node("Add", [size, _int(em, [1], "one")], "slots")
+    some = em.node("ReduceMax", [weight], "some_weight", keepdims=1)
+    zeros = em.node("Expand", [em.node("Reshape", [em.node("Sub", [some, some], "zero"), _int(em, [1], "one")],
+                                       "zero"), spare], "zeros")
+    flat = [em.node("Reshape", [t, _int(em, [-1], "flat")], "flat") for t in (position, weight)]
+    scattered = em.node("ScatterElements", [zeros] + flat, "scattered", axis=0)
+    return em.node("Slice", [scattered, _int(em, [0], "start"), size], "scattered")
 
 
 def _ceil_div(em: Emitter, a: str, b: str) -> str:
     """ceil(a / b) of int64 tensors, a >= 0 and b > 0: (a + b - 1) / b."""
     up = em.node("Sub", [em.node("Add", [a, b], "sum"), _int(em, [1], "one")], "rounded_up")
     return em.node("Div", [up, b], "ceil")
-
-
-def _squeeze_axes(em: Emitter) -> dict:
-    """Squeeze's axes: an attribute before opset 13 (an input after, where a missing one squeezes every 1)."""
-    return {"axes": [0]} if em.opset < 13 else {}
-
-
-def band_weights(em: Emitter, blocks: str, index: str) -> str:
-    """[tiles, tile, width]: each tile's rows of R under its window."""
-    per_row = em.node("Reshape", [index, _int(em, [0, 1, -1], "per_row")], "index")
-    tiles_by_rows = em.node("Shape", [blocks], "block_shape", end=2) if em.opset >= 15 else \
-        em.node("Slice", [em.node("Shape", [blocks], "block_shape"), _int(em, [0], "start"), _int(em, [2], "end")],
-                "tiles_by_rows")
-    rows = em.node("Concat", [tiles_by_rows, _int(em, [1], "one")], "rows", axis=0)
-    spread = em.node("Expand", [per_row, rows], "index")                   # [tiles, tile, width]
-    return em.node("GatherElements", [blocks, spread], "weights", axis=2)
 
 
 def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis: int, rank: int) -> str:

@@ -12,10 +12,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from dml_desc import budget
 from dml_desc.canonical import AxisMap
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, is_number, require
 
+from . import dynamic
 from .dynamic import DynamicPlan
 from .forms import symbolic_dim
 from .graph_walk import graphs, model_names
@@ -123,8 +125,10 @@ class GraphInfo:
         if "dynamic" not in kinds:
             return self._static(node, where, attrs, x, dy, axes, kinds, roi, scales if has_scales else None, elem)
         _refuse_dynamic_nhwc_crop(where, attrs, x, axes, kinds, scales if has_scales else None, roi)
-        return DynamicRead(_plan(where, attrs, rank, axes, kinds, scales, scales_name if has_scales else "",
-                                 roi_name, elem, self.opset), elem)
+        plan = _plan(where, attrs, rank, axes, kinds, scales, scales_name if has_scales else "", roi_name, elem,
+                     self.opset)
+        _check_run_time_tables(where, plan, x, dy, self.opset)
+        return DynamicRead(plan, elem)
 
     def elem_type(self, node):
         """X's element type (else dY's), checked to be one ResizeGrad takes; None when unknown."""
@@ -300,6 +304,20 @@ def _refuse_dynamic_nhwc_crop(where, attrs, x, axes, kinds, scales, roi) -> None
                     "scales are known only at run time: where axes 0 and 3 keep scale 1 and axis 3 is longer than 1, "
                     "onnxruntime's forward extrapolates with weights that depend on axis 3, which no gradient is the "
                     "transpose of (docs/adjoint.md); give X's last dim (1) or constant scales and shapes")
+
+
+def _check_run_time_tables(where, plan: DynamicPlan, x, dy, opset: int) -> None:
+    """The size budget on what the dynamic path will build at run time, where an axis's lengths are known now:
+    each length within the per-axis budget, each table it builds for the axis within max_table()."""
+    for a, _ in plan.axes:
+        n, m = x[a], dy[a]
+        for name, size in (("X", n), ("dY", m)):
+            if isinstance(size, int):
+                budget.check_axis(size, f"{where}.{name}.shape[{a}]")
+        if isinstance(n, int) and isinstance(m, int) and n > 0 and m > 0:
+            entries, what = dynamic.largest_table(plan, a, n, m, opset)
+            budget.check_table(entries, f"{where}.X.shape[{a}]", n,
+                               f"on the run-time path (X {n} rows, dY {m} rows), {what}")
 
 
 def _plan(where, attrs, rank, axes, kinds, scales, scales_name, roi_name, elem, opset) -> DynamicPlan:

@@ -8,6 +8,7 @@ from onnx_ops.model import graphs
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 F32 = TensorProto.FLOAT
+GENERAL_PATH_OPS = {"Unique", "EyeLike"}   # only the general dynamic path writes these (comb taps; identity probes)
 
 
 def grad_model(attrs, x_dims, dy_dims, scales=None, roi=None, run_time=(), opset=19, elem=F32, ir=9,

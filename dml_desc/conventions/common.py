@@ -154,10 +154,13 @@ def reciprocal_f32(value: float):
     return math.inf if v == 0 else 1 / Fraction(v)
 
 
-def first_exact(res: Resampling, candidates, to_canonical, target: str, tolerance: float = 0.0) -> tuple:
+def first_exact(res: Resampling, candidates, to_canonical, target: str, tolerance: float = 0.0,
+                closest: bool = True) -> tuple:
     """The first candidate whose canonical form is `res` exactly; else one equal for these shapes; else, with
     `tolerance` > 0, the closest candidate whose weights are within it (with a note giving the bound). Refuses
-    with the most telling reason, naming the closest spelling and the weight difference it would make."""
+    with the most telling reason, naming the closest spelling and the weight difference it would make; with
+    `closest` False (a caller that only asks whether a spelling exists) the closest is not looked for: that
+    compares every candidate's tables, seconds per candidate on a 2^22 axis."""
     tolerance = check_tolerance(tolerance)
     errors, best, near = [], None, []
     for cand in candidates:
@@ -178,7 +181,7 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str, toleranc
         best = best or (cand, back.notes)
     if best:
         return best
-    closest = _closest(res, near)
+    closest = _closest(res, near) if closest else None
     if closest is not None:
         cand, (dw, changed, taps), e = closest
         if 0 < tolerance and dw <= tolerance:
@@ -187,6 +190,8 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str, toleranc
         raise ConversionError(e.field, e.value, f"{e.rule}. The closest spelling, {_spelling(cand)}, changes the "
                               f"weights by max |dw| = {dw:.2g} on {changed} of {taps} taps (per axis); "
                               f"--tolerance {_round_up(dw)} accepts it")
+    if near and not closest:                 # not compared: the first candidate of the same shapes says why
+        raise near[0][2]
     errors.sort(key=lambda e: not isinstance(e, ConversionError))
     if not errors:
         refuse("map", "resampling", f"{target} has no spelling for this map")
@@ -204,7 +209,7 @@ def weight_difference(a: Resampling, b: Resampling) -> tuple:
     """(max |dw|, taps that differ, taps) between two maps of the same shapes, axis by axis over the forward
     tables of dml_desc.weights (a tap is one (output, input) weight of one axis); inf when the extrapolated rows
     or the constant they write differ."""
-    from ..weights import forward_taps, outside_rows
+    from ..weights import forward_taps, outside_rows, sorted_unique
     import numpy as np
     if a.extrapolation_value != b.extrapolation_value and any(outside_rows(x) for x in a.axes):
         return math.inf, 0, 0
@@ -214,7 +219,7 @@ def weight_difference(a: Resampling, b: Resampling) -> tuple:
             return math.inf, 0, 0
         (ra, ca, wa), (rb, cb, wb) = forward_taps(x, a).merged(), forward_taps(y, b).merged()
         n = max(x.in_size, 1)
-        keys = np.union1d(ra * n + ca, rb * n + cb)
+        keys = sorted_unique(np.concatenate((ra * n + ca, rb * n + cb)))
         da, db = np.zeros(len(keys)), np.zeros(len(keys))
         da[np.searchsorted(keys, ra * n + ca)] = wa
         db[np.searchsorted(keys, rb * n + cb)] = wb

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding, ratio
 from ..errors import ConversionError, did_you_mean, float32_number, int_list, one_of, require, short_key
-from ..weights import Taps, forward_taps
+from ..weights import Taps, forward_taps, sorted_unique
 from .common import align_corners_axis, check_budget, first_exact, half_pixel_axis, place, refuse, spatial_axes
 
 MODES = {"nearest": Mode.NEAREST, "linear": Mode.LINEAR, "bilinear": Mode.LINEAR, "trilinear": Mode.LINEAR}
@@ -244,10 +244,10 @@ def departures(res: Resampling, kernel: str) -> dict:
 def _rows_that_differ(a: Taps, b: Taps) -> np.ndarray:
     (ra, ca, wa), (rb, cb, wb) = a.merged(), b.merged()
     ka, kb = ra * a.cols + ca, rb * b.cols + cb
-    keys = np.union1d(ka, kb)
+    keys = sorted_unique(np.concatenate((ka, kb)))
     va, vb = np.zeros(len(keys)), np.zeros(len(keys))
     va[np.searchsorted(keys, ka)], vb[np.searchsorted(keys, kb)] = wa, wb
-    return np.unique(keys[np.abs(va - vb) > 1e-6] // a.cols)
+    return sorted_unique(keys[np.abs(va - vb) > 1e-6] // a.cols)
 
 
 def from_canonical(res: Resampling, backward: bool = True, data_format=None, dtype: str = "f32",

@@ -16,11 +16,12 @@ from .onnx_semantics import check_semantics
 
 
 def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "Resize", semantics: Optional[str] = None,
-                   tolerance: float = 0.0) -> tuple:
+                   tolerance: float = 0.0, closest: bool = True) -> tuple:
     """The first ONNX spelling whose map equals `res` under `semantics` (required, one of SEMANTICS):
     exact parameters first, then equal weights (float32 scales a few ulps from out/in included: a runtime that
     multiplies by in/out, as torch does, rounds coordinates like one of them); with `tolerance` > 0 the closest
-    spelling whose weights are within it, with a note."""
+    spelling whose weights are within it, with a note. `closest` False: a refusal does not name the closest
+    spelling (common.first_exact)."""
     semantics = check_semantics(semantics)
     opset_schema = schema_opset(opset)
     if res.antialias and opset_schema < 18:
@@ -32,7 +33,7 @@ def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "
         refuse("mode", "cubic", "Resize-10 has nearest and linear only")
     mapper = lambda node: to_canonical(node, semantics)      # noqa: E731
     return first_exact(res, _with_tuned_scales(res, _candidates(res, opset, op_type), mapper), mapper,
-                       f"ONNX Resize-{opset} ({semantics})", tolerance)
+                       f"ONNX Resize-{opset} ({semantics})", tolerance, closest)
 
 
 ULPS = 4      # float32 scales tried on each side of out/in

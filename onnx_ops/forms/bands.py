@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dml_desc.weights import Taps
+from dml_desc.weights import Taps, sorted_unique
 
 from .emitter import Emitter, is_symbolic
 
@@ -64,7 +64,7 @@ def band(taps: Taps, axis: int, tile: int) -> Band | None:
     t = r // tile
     lo = np.zeros(tiles, np.int64)
     hi = np.ones(tiles, np.int64)
-    used = np.unique(t)
+    used = sorted_unique(t)
     lo[used] = np.minimum.reduceat(c, np.searchsorted(t, used)) if len(c) else 0
     hi[used] = np.maximum.reduceat(c, np.searchsorted(t, used)) + 1 if len(c) else 1
     width = int(min(m, (hi - lo).max()))

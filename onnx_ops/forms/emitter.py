@@ -92,6 +92,22 @@ class Emitter:
                  if is_symbolic(n) else self.const([n], "size", np.int64) for n in shape]
         return self.node("Concat", parts, "shape", axis=0)
 
+    def subgraph(self, build, inputs: list = ()):
+        """A subgraph (an If branch, a Loop body) of the nodes `build` emits; `build` returns its outputs as
+        (name, element type, rank). The constants it made become Constant nodes inside it, so every initializer of
+        the model stays used by a node of the main graph (tools that prune initializers look there only)."""
+        outer, self.nodes, first_init = self.nodes, [], len(self.inits)
+        try:
+            outputs = build()
+            nodes = self.nodes
+        finally:
+            self.nodes = outer
+        consts = [helper.make_node("Constant", [], [t.name], value=t) for t in self.inits[first_init:]]
+        del self.inits[first_init:]
+        return helper.make_graph(consts + nodes, self.name("branch"), list(inputs),
+                                 [helper.make_tensor_value_info(name, elem, [None] * rank)
+                                  for name, elem, rank in outputs])
+
     def scale(self, src: str, factor: float) -> str:
         """`src` multiplied by `factor` (no node when it is 1)."""
         return src if factor == 1 else self.node("Mul", [src, self.const(factor, "factor")], "scaled")
