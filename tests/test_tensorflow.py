@@ -10,21 +10,14 @@ from dml_desc.conventions import tf as tfc
 
 pytestmark = pytest.mark.tfjax
 tf = pytest.importorskip("tensorflow", reason="tensorflow is not installed (the `tf` extra: tensorflow-cpu)")
-V1_OPS = {"bilinear": "resize_bilinear", "nearest": "resize_nearest_neighbor", "bicubic": "resize_bicubic"}
+from conformance.backends.tensorflow import V1_OPS  # noqa: E402  (after the importorskip)
 TOL = 2e-5
 
 
 def tf_call(call):
-    """(forward function of x, JSON) for a TF call description."""
-    if isinstance(call, tfc.TfResize):
-        op = getattr(tf.compat.v1.image, V1_OPS[call.method])
-        return lambda x: op(x, call.size, align_corners=call.align_corners, half_pixel_centers=call.half_pixel_centers)
-    if isinstance(call, tfc.TfImageResize):
-        return lambda x: tf.image.resize(x, call.size, call.method, preserve_aspect_ratio=call.preserve_aspect_ratio,
-                                         antialias=call.antialias)
-    return lambda x: tf.raw_ops.ScaleAndTranslate(
-        images=x, size=call.size, scale=np.float32(call.scale), translation=np.float32(call.translation),
-        kernel_type=call.kernel_type, antialias=call.antialias)
+    """The forward function of x for a TF call description (the backend's own spelling of TF's API)."""
+    from conformance.backends.tensorflow import call_fn
+    return call_fn(tf, call)
 
 
 def check(call, rng, gradient=True):

@@ -17,7 +17,12 @@ V1_OPS = {"bilinear": "resize_bilinear", "nearest": "resize_nearest_neighbor", "
 def forward_fn(tf, description: dict):
     """The TF call a tf description names, as a function of x (NHWC)."""
     from dml_desc.conventions import tf as tfc
-    call = tfc.call_from_json(description)
+    return call_fn(tf, tfc.call_from_json(description))
+
+
+def call_fn(tf, call):
+    """A TF call (TfResize, TfImageResize or a ScaleAndTranslate call) as a function of x (NHWC)."""
+    from dml_desc.conventions import tf as tfc
     if isinstance(call, tfc.TfResize):
         op = getattr(tf.compat.v1.image, V1_OPS[call.method])
         return lambda x: op(x, call.size, align_corners=call.align_corners, half_pixel_centers=call.half_pixel_centers)
