@@ -12,6 +12,7 @@ import time
 
 from .backends.base import SUITE_DTYPES
 from .backends.worker import DEFAULT_CASE_TIMEOUT, close_all
+from .outputs import check_folder, check_writable, write_report
 
 # The backend families users type, each naming the suite's backends by prefix (order matters: CUDA first). A
 # suite backend name (onnxruntime:CPUExecutionProvider, ort-cpu-deconv, ...) is accepted too, as an alias of
@@ -209,13 +210,13 @@ def run(args: argparse.Namespace) -> int:
     Exit 1 when a check failed or nothing passed, 2 on a usage error."""
     for flag, path in (("--json", args.json_path), ("--junit", args.junit_path),
                        ("--html", getattr(args, "html_path", None))):
-        _check_writable(flag, path)       # before the suite runs, not after
+        check_writable(flag, path)       # before the suite runs, not after
     from dml_desc.errors import require
     require(not getattr(args, "matrix", False) or getattr(args, "html_path", None), "--matrix", True,
             "adds a section to the --html report: give --html PATH too (`dml-desc matrix` prints the matrix alone)")
     save_dir = getattr(args, "save_dir", None)
     if save_dir:
-        _check_folder(save_dir)
+        check_folder(save_dir)
     start = time.time()
     semantics = getattr(args, "semantics", None)
     timeout = getattr(args, "case_timeout", DEFAULT_CASE_TIMEOUT)
@@ -275,7 +276,7 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
     for line in summary_lines(records):
         print(line)
     if args.json_path:
-        _write(args.json_path, json.dumps({"results": [r.as_json() for r in records], "summary": summary(records),
+        write_report(args.json_path, json.dumps({"results": [r.as_json() for r in records], "summary": summary(records),
                                            "versions": _versions(semantics)}, indent=1, default=_jsonable), field="--json")
     if args.junit_path:
         _junit(records, args.junit_path)
@@ -285,7 +286,7 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
         if getattr(args, "matrix", False):
             from .matrix import html_section, run_matrix
             extra = html_section(run_matrix())
-        _write(args.html_path, html_report(records, _versions(semantics), extra), field="--html")
+        write_report(args.html_path, html_report(records, _versions(semantics), extra), field="--html")
     if counts["pass"] == 0 and counts["fail"] == 0:     # a failure says so itself; this is an all-skipped run
         what = "skipped" if not counts.get("unsupported") else "skipped or unsupported by this kernel"
         print(f"dml-desc: error: no check passed (everything selected was {what}): nothing was verified",
@@ -388,37 +389,6 @@ def _quiet_onnxruntime() -> None:
         pass
 
 
-def _write(path: str, text: str, field: str = "OUT") -> None:
-    """Write a report file whole, through the project's one atomic writer (dml_desc.files)."""
-    from dml_desc.files import write_atomic
-    write_atomic(path, text.encode("utf-8"), field=field)
-
-
-def _check_folder(path: str) -> None:
-    """--save-failures DIR: a folder that exists or can be made (its parent exists), writable."""
-    import os
-    from dml_desc.errors import require
-    require(not os.path.exists(path) or os.path.isdir(path), "--save-failures", path, "is a file; name a folder")
-    parent = os.path.dirname(os.path.abspath(path))
-    require(os.path.isdir(path) or os.path.isdir(parent), "--save-failures", path,
-            "is in a folder that does not exist")
-    require(os.access(path if os.path.isdir(path) else parent, os.W_OK), "--save-failures", path, "cannot be written")
-
-
-def _check_writable(flag: str, path) -> None:
-    import os
-    from dml_desc.errors import require
-    from dml_desc.files import regular_target
-    if not path:
-        return
-    regular_target(path, flag)        # a device, FIFO, socket, symlink or folder is refused (dml_desc.files)
-    folder = os.path.dirname(os.path.abspath(path))
-    require(not os.path.isdir(path), flag, path, "is a folder; name a file")
-    require(os.path.isdir(folder), flag, path, "is in a folder that does not exist")
-    require(os.access(folder, os.W_OK) and (not os.path.exists(path) or os.access(path, os.W_OK)), flag, path,
-            "cannot be written")
-
-
 def _progress(i, n):
     width = 30
     done = width * i // max(n, 1)
@@ -470,7 +440,7 @@ def _junit(records, path) -> None:
                 failure.text = xml_text(json.dumps(r.description, default=_jsonable))
         elif r.status in ("skip", "unsupported"):
             ET.SubElement(case, "skipped", message=xml_text(r.reason))
-    _write(path, ET.tostring(suite, encoding="unicode", xml_declaration=True), field="--junit")
+    write_report(path, ET.tostring(suite, encoding="unicode", xml_declaration=True), field="--junit")
 
 
 def xml_text(value) -> str:

@@ -111,7 +111,7 @@ def test_docs_examples_run():
     from tests.test_readme import readme_steps
     root = Path(__file__).resolve().parent.parent
     steps = [s for s in readme_steps((root / "docs" / "conventions-torch-tf.md").read_text()) if s.kind == "python"]
-    assert len(steps) == 4
+    assert len(steps) == 6
     env = {**os.environ, "PYTHONPATH": str(root)}
     for step in steps:
         done = subprocess.run([sys.executable, "-"], input=step.text, capture_output=True, text=True, cwd=root,

@@ -287,16 +287,20 @@ def public_api_without_docstrings() -> list:
             parts = path.relative_to(ROOT).parts
             if any(p.startswith("_") and p not in ("__init__.py", "__main__.py") for p in parts):
                 continue
-            stack = [(node, "") for node in ast.parse(path.read_text(encoding="utf-8")).body]
+            body = ast.parse(path.read_text(encoding="utf-8")).body
+            documented = {c.name: {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                   and ast.get_docstring(f)} for c in body if isinstance(c, ast.ClassDef)}
+            stack = [(node, "", set()) for node in body]
             while stack:
-                node, prefix = stack.pop()
+                node, prefix, inherited = stack.pop()
                 if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or \
                         node.name.startswith("_"):
                     continue
-                if ast.get_docstring(node) is None:
+                if ast.get_docstring(node) is None and node.name not in inherited:    # an override inherits its doc
                     missing.append(f"{'/'.join(parts)}:{node.lineno}:{prefix}{node.name}")
                 if isinstance(node, ast.ClassDef):
-                    stack += [(child, f"{prefix}{node.name}.") for child in node.body]
+                    bases = set().union(*(documented.get(getattr(b, "id", ""), set()) for b in node.bases))
+                    stack += [(child, f"{prefix}{node.name}.", bases) for child in node.body]
     return missing
 
 
