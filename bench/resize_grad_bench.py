@@ -349,7 +349,8 @@ def main(argv=None):
             continue
         rows.append(bench_case(case, args.threads, args.rounds, not args.no_numpy, not args.no_memory, bandwidth))
         print("| " + " | ".join(format_row(rows[-1], extra)) + " |", flush=True)
-    print(summary([r for r in rows if r["case"] not in {c.name for c in FIELD + ISSUE19}]) or "no summary: nothing to compare")
+    compared = [r for r in rows if r["case"] not in {c.name for c in FIELD + ISSUE19}]
+    print(summary(compared) or "no summary: nothing to compare")
     issue19 = [r for r in rows if r["case"] in {c.name for c in ISSUE19}]
     if issue19:
         print("issue 19 (6x40x96^2 unless said): " + (summary(issue19) or "nothing to compare"))

@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The conformance options, shared by `dml-desc conformance` and `python -m conformance`."""
     p.add_argument("-k", dest="pattern", help="run only cases whose name contains PATTERN (or matches a glob)")
     p.add_argument("--backend", action="append", metavar="NAME",
-                   help=f"only these backends (repeatable): {', '.join(BACKEND_FAMILIES)}, a name from --list-backends, "
+                   help=f"only these backends (repeatable): {', '.join(BACKEND_FAMILIES)}, a name from "
+                   "--list-backends, "
                    "onnxruntime:PROVIDER, onnxruntime-native:PROVIDER, onednn-primitive, or your own kernel as "
                    "py:MODULE:NAME (see docs/own-kernel.md); those run every kernel case")
     p.add_argument("--dtype", action="append", choices=SUITE_DTYPES)
@@ -231,7 +232,7 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
     from .suite import catalog, run_check
     from dml_desc.conventions.onnx import describe_semantics
     checks = catalog(args.full, semantics, extras)
-    from .adjoint import DEFAULT_N, adjoint_checks, backend_adjoint_checks, may_match    # the randomized adjoint section
+    from .adjoint import DEFAULT_N, adjoint_checks, backend_adjoint_checks, may_match  # the randomized section
     n, seed = DEFAULT_N if getattr(args, "fuzz", None) is None else args.fuzz, getattr(args, "seed", 0)
     drawn = not (args.list and not args.pattern)     # --list names the randomized section without drawing it
     if drawn and (not args.pattern or may_match(args.pattern, n, seed)):
@@ -275,8 +276,9 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
     for line in summary_lines(records):
         print(line)
     if args.json_path:
-        _write(args.json_path, json.dumps({"results": [r.as_json() for r in records], "summary": summary(records),
-                                           "versions": _versions(semantics)}, indent=1, default=_jsonable), field="--json")
+        document = {"results": [r.as_json() for r in records], "summary": summary(records),
+                    "versions": _versions(semantics)}
+        _write(args.json_path, json.dumps(document, indent=1, default=_jsonable), field="--json")
     if args.junit_path:
         _junit(records, args.junit_path)
     if getattr(args, "html_path", None):
@@ -367,7 +369,8 @@ def _failure_descriptions(records) -> None:
         if r.worst:
             print(f"  {describe_worst(r.worst)}")
         if r.numerical:
-            print(f"  diagnosis: {r.diagnosis or 'no alternative explains it (conformance/diagnosis.py lists those tried)'}")
+            print("  diagnosis: " + (r.diagnosis or "no alternative explains it (conformance/diagnosis.py lists "
+                                                    "those tried)"))
         if r.description is not None:
             print(f"  description ({r.convention}): " + json.dumps(r.description, default=_jsonable))
         if r.saved:

@@ -31,7 +31,8 @@ def html_report(records, versions: dict, extra: str = "") -> str:
     """The whole page for a run's records; `extra`: more HTML sections at the end (the cross-runtime matrix)."""
     from .cli import coverage, failures_first, summary_count
     counts = Counter(r.status for r in records)
-    parts = [f"<h1>dml-desc conformance</h1><p class=total>{_e(summary_count(counts))}</p>", _coverage(coverage(records)),
+    parts = [f"<h1>dml-desc conformance</h1><p class=total>{_e(summary_count(counts))}</p>",
+             _coverage(coverage(records)),
              "<p class=versions>" + ", ".join(f"{_e(k)} {_e(v)}" for k, v in versions.items()) + "</p>",
              "<h2>Backend &times; convention &times; mode</h2>", _matrix(records),
              "<h2>Passes by oracle</h2>", _counter_table(Counter(r.oracle or "-" for r in records

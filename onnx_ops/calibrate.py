@@ -95,11 +95,11 @@ def check_cache(doc, path: str) -> dict:
             check(_is_signature(sig), at, sig, "a signature must be the text of a JSON object")
             check(isinstance(record, dict) and "form" in record and set(record) <= ENTRY_KEYS, at, record,
                   f'must be an object {{"form": ..., "ms": ...}} (keys {sorted(ENTRY_KEYS)})')
-            _check_form(record["form"], lambda ok, v, rule: check(ok, f"{at}.form", v, rule))
+            _check_form(record["form"], lambda ok, v, rule, at=at: check(ok, f"{at}.form", v, rule))
             times = record.get("ms", {})
             check(isinstance(times, dict), f"{at}.ms", times, "must be an object {form: milliseconds}")
             for kind, ms in times.items():
-                _check_form(kind, lambda ok, v, rule: check(ok, f"{at}.ms", v, rule))
+                _check_form(kind, lambda ok, v, rule, at=at: check(ok, f"{at}.ms", v, rule))
                 check(is_number(ms) and ms >= 0, f"{at}.ms[{_shown(kind)}]", ms, "a time must be a finite "
                       "number >= 0")
     return doc["entries"]
@@ -135,7 +135,7 @@ def choices(calibration, machine: str | None = None) -> dict:
     if isinstance(calibration, dict):
         for sig, kind in calibration.items():
             require(isinstance(sig, str), "calibration", sig, "keys must be node signatures (text)")
-            _check_form(kind, lambda ok, v, rule: require(ok, f"calibration[{_shown(sig)}]", v, rule))
+            _check_form(kind, lambda ok, v, rule, sig=sig: require(ok, f"calibration[{_shown(sig)}]", v, rule))
         return {sig: RENAMED.get(kind, kind) for sig, kind in calibration.items()}
     require(isinstance(calibration, (str, os.PathLike)), "calibration", type(calibration).__name__,
             "must be a cache file path or a {signature: form} dict")

@@ -1,10 +1,10 @@
 """Which torch.nn vision layers train on the CPU training build, op by op: the coverage table of docs/training.md.
 
 Every layer of layers() (the table's name, a factory, the input rank) is exported by torch's default (dynamo)
-exporter with dynamic batch and spatial dims, the layers of one input rank together (one export each: the nodes' metadata say
-which layer wrote them). Each layer's part of the graph then goes through what generate_cpu_artifacts does before
-and while building the gradient graph: decompose_for_gradients, onnxruntime's own gradient builder (with respect
-to the layer's parameters and a per-channel scale in front of it), and the gradient-graph rewrites
+exporter with dynamic batch and spatial dims, the layers of one input rank together (one export each: the nodes'
+metadata say which layer wrote them). Each layer's part of the graph then goes through what generate_cpu_artifacts
+does before and while building the gradient graph: decompose_for_gradients, onnxruntime's own gradient builder (with
+respect to the layer's parameters and a per-channel scale in front of it), and the gradient-graph rewrites
 (repair_training_model, the ResizeGrad lowering). Each op is then:
 - "onnxruntime": onnxruntime-training 1.19.2 differentiates it and its gradient runs on the CPU as built;
 - "rewritten": this project writes the op (decompose_for_gradients) or its gradient op (ConvTransposeGrad,

@@ -129,7 +129,8 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
     (onnxruntime 1.19: a segmentation fault). MaxPoolGrad(dY, Indices) is rewritten into standard ops: the
     forward MaxPool's Indices are flat indices into X, so dX = Reshape(ScatterElements(zeros(Size(X)),
     Indices, dY, reduction="add"), Shape(X)), summed in a fixed order (overlapping windows add up as in
-    onnxruntime's kernel; float16 adds up in float32). AveragePoolGrad with symbolic dims is refused. Static shapes keep the native kernels.
+    onnxruntime's kernel; float16 adds up in float32). AveragePoolGrad with symbolic dims is refused. Static shapes
+    keep the native kernels.
     """
     out = onnx.ModelProto()
     out.CopyFrom(model)

@@ -134,7 +134,8 @@ def run_dynamic_case(attrs, rank, by, scales, roi, shapes, threads=0):
     return results
 
 
-@settings(max_examples=int(os.environ.get("H9A_EXAMPLES", 70)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("H9A_EXAMPLES", 70)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(dynamic_cases())
 def test_dynamic_path_is_the_reference_gradient(case):
     attrs = case[0]

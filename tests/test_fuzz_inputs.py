@@ -98,7 +98,7 @@ def test_mutated_inputs_give_a_result_or_a_desc_error(fmt, data, value):
     loaded = load_mutated(SEEDS[fmt], fmt, data, value, conventions.load)
     if loaded is not None:             # what loads also converts (or is refused by name) to every format
         for dst in conventions.FORMATS:
-            own_error_or_result(lambda: conventions.dump(dst, *loaded, semantics=INSTALLED))
+            own_error_or_result(lambda dst=dst: conventions.dump(dst, *loaded, semantics=INSTALLED))
 
 
 @budget(150)
@@ -108,7 +108,7 @@ def test_mutated_deconv_documents_round_trip_or_refuse(fmt, data, value):
     if loaded is None:
         return
     for dst in ("onednn", "dml", "onnx"):        # what we write, our own loader reads back as the same spec
-        out = own_error_or_result(lambda: deconv.write(dst, loaded).obj)
+        out = own_error_or_result(lambda dst=dst: deconv.write(dst, loaded).obj)
         if out is not None:
             assert deconv.read(dst, out).canonical == loaded.canonical
 

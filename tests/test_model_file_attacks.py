@@ -267,7 +267,7 @@ def test_scales_read_from_a_file_beside_the_model_are_not_echoed(tmp_path):
     for v in np.frombuffer(notes[:16], "<f4").astype(float):
         shown = {repr(v), str(v), f"{v:g}", f"{v:.6g}", f"{v:.9g}", f"{v:e}"}
         shown |= {str(int(v)), f"{int(v):,}"} if np.isfinite(v) and abs(v) >= 1 else set()
-        assert not any(text in message for text in shown), (text, message)
+        assert not any(text in message for text in shown), (shown, message)
     assert not re.search(r"\d{4,}", message), message
 
 

@@ -44,7 +44,7 @@ def test_the_coverage_table_is_what_the_layers_do_and_each_trains_as_torch():
     assert {r["layer"] for r in refused} == {"AvgPool2d (ceil_mode=True)", "AdaptiveMaxPool2d(1)",
                                              "grid_sample nearest (flow field)", "grid_sample bicubic (flow field)"}
     for r in refused:              # the torch module, by its path and class, and what to do
-        assert f"torch module rows." in r["refused"] and f"({r['class']}, aten." in r["refused"], r
+        assert "torch module rows." in r["refused"] and f"({r['class']}, aten." in r["refused"], r
         assert any(w in r["refused"] for w in ("use ", "frozen_params", "export with static shapes")), r
     print(f"coverage survey with training: {seconds:.1f} s")
 

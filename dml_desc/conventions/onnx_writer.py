@@ -15,8 +15,8 @@ from .onnx import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_cano
 from .onnx_semantics import check_semantics
 
 
-def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "Resize", semantics: Optional[str] = None,
-                   tolerance: float = 0.0, closest: bool = True) -> tuple:
+def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "Resize",
+                   semantics: Optional[str] = None, tolerance: float = 0.0, closest: bool = True) -> tuple:
     """The first ONNX spelling whose map equals `res` under `semantics` (required, one of SEMANTICS):
     exact parameters first, then equal weights (float32 scales a few ulps from out/in included: a runtime that
     multiplies by in/out, as torch does, rounds coordinates like one of them); with `tolerance` > 0 the closest
