@@ -12,6 +12,7 @@ import time
 
 from .backends.base import SUITE_DTYPES
 from .backends.worker import DEFAULT_CASE_TIMEOUT, close_all
+from .output import STATUSES, check_writable, cut, failures_first, summary, summary_count, summary_lines, write_report
 
 # The backend families users type, each naming the suite's backends by prefix (order matters: CUDA first). A
 # suite backend name (onnxruntime:CPUExecutionProvider, ort-cpu-deconv, ...) is accepted too, as an alias of
@@ -210,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     Exit 1 when a check failed or nothing passed, 2 on a usage error."""
     for flag, path in (("--json", args.json_path), ("--junit", args.junit_path),
                        ("--html", getattr(args, "html_path", None))):
-        _check_writable(flag, path)       # before the suite runs, not after
+        check_writable(flag, path)       # before the suite runs, not after
     from dml_desc.errors import require
     require(not getattr(args, "matrix", False) or getattr(args, "html_path", None), "--matrix", True,
             "adds a section to the --html report: give --html PATH too (`dml-desc matrix` prints the matrix alone)")
@@ -278,7 +279,7 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
     if args.json_path:
         document = {"results": [r.as_json() for r in records], "summary": summary(records),
                     "versions": _versions(semantics)}
-        _write(args.json_path, json.dumps(document, indent=1, default=_jsonable), field="--json")
+        write_report(args.json_path, json.dumps(document, indent=1, default=_jsonable), field="--json")
     if args.junit_path:
         _junit(records, args.junit_path)
     if getattr(args, "html_path", None):
@@ -287,77 +288,13 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
         if getattr(args, "matrix", False):
             from .matrix import html_section, run_matrix
             extra = html_section(run_matrix())
-        _write(args.html_path, html_report(records, _versions(semantics), extra), field="--html")
+        write_report(args.html_path, html_report(records, _versions(semantics), extra), field="--html")
     if counts["pass"] == 0 and counts["fail"] == 0:     # a failure says so itself; this is an all-skipped run
         what = "skipped" if not counts.get("unsupported") else "skipped or unsupported by this kernel"
         print(f"dml-desc: error: no check passed (everything selected was {what}): nothing was verified",
               file=sys.stderr)
         return 1
     return 1 if counts["fail"] else 0
-
-
-STATUSES = ("pass", "fail", "skip", "unsupported")
-
-
-def summary_count(counts: dict) -> str:
-    """'6 passed, 0 failed, 0 skipped' (', 3 unsupported by this kernel' where a kernel left cases out)."""
-    text = f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
-    return text + (f", {counts['unsupported']} unsupported by this kernel" if counts.get("unsupported") else "")
-
-
-def summary(records) -> dict:
-    """{'passes_by_oracle': {oracle: n}, 'skips_by_reason': {reason: n}, 'coverage': ...} of a run. coverage, per
-    backend that left cases out: {backend: {'ran', 'unsupported', 'passed', 'failed', 'unsupported_by_reason'}}."""
-    from collections import Counter
-    return {"passes_by_oracle": dict(Counter(r.oracle or "-" for r in records if r.status == "pass").most_common()),
-            "skips_by_reason": dict(Counter(reason_group(r.reason) for r in records
-                                            if r.status == "skip").most_common()),
-            "coverage": coverage(records)}
-
-
-def coverage(records) -> dict:
-    """For each backend with unsupported cases: how many of the cases it was offered it ran, and why not the rest."""
-    from collections import Counter
-    out = {}
-    for backend in sorted({r.backend for r in records if r.status == "unsupported"}):
-        mine = [r for r in records if r.backend == backend]
-        counts = Counter(r.status for r in mine)
-        out[backend] = {"ran": counts["pass"] + counts["fail"], "passed": counts["pass"], "failed": counts["fail"],
-                        "unsupported": counts["unsupported"],
-                        "unsupported_by_reason": dict(Counter(unsupported_group(r.reason) for r in mine
-                                                              if r.status == "unsupported").most_common())}
-    return out
-
-
-def unsupported_group(reason: str) -> str:
-    """An unsupported reason without the case's own values: 'it declares modes=('nearest', 'linear')'."""
-    reason = reason.removeprefix("unsupported by this kernel: ")
-    return _cut(reason.split("; this case has", 1)[0], 160)
-
-
-def failures_first(records) -> list:
-    """Failures with numbers (a wrong dX) before those without (an exception, a refusal, a wrong shape)."""
-    return sorted(records, key=lambda r: not r.numerical)
-
-
-def reason_group(reason: str) -> str:
-    """A skip reason without its case-specific tail (after the first ': ' or '; '), so like skips group."""
-    import re
-    return _cut(re.split(r": |; ", reason, maxsplit=1)[0], 160)
-
-
-def summary_lines(records) -> list:
-    """'passes by oracle: ...' and one 'skipped N: reason' line per reason group."""
-    s = summary(records)
-    lines = ["passes by oracle: " + ", ".join(f"{k} {v}" for k, v in s["passes_by_oracle"].items())] \
-        if s["passes_by_oracle"] else []
-    for backend, c in s["coverage"].items():
-        offered = c["ran"] + c["unsupported"]
-        lines.append(f"coverage of {backend}: ran {c['ran']} of the {offered} cases offered "
-                     f"({100 * c['ran'] // max(offered, 1)}%): {c['passed']} passed, {c['failed']} failed, "
-                     f"{c['unsupported']} unsupported by this kernel")
-        lines += [f"  unsupported {n}: {why}" for why, n in c["unsupported_by_reason"].items()]
-    return lines + [f"  skipped {n}: {why}" for why, n in s["skips_by_reason"].items()]
 
 
 def _failure_descriptions(records) -> None:
@@ -391,12 +328,6 @@ def _quiet_onnxruntime() -> None:
         pass
 
 
-def _write(path: str, text: str, field: str = "OUT") -> None:
-    """Write a report file whole, through the project's one atomic writer (dml_desc.files)."""
-    from dml_desc.files import write_atomic
-    write_atomic(path, text.encode("utf-8"), field=field)
-
-
 def _check_folder(path: str) -> None:
     """--save-failures DIR: a folder that exists or can be made (its parent exists), writable."""
     import os
@@ -406,20 +337,6 @@ def _check_folder(path: str) -> None:
     require(os.path.isdir(path) or os.path.isdir(parent), "--save-failures", path,
             "is in a folder that does not exist")
     require(os.access(path if os.path.isdir(path) else parent, os.W_OK), "--save-failures", path, "cannot be written")
-
-
-def _check_writable(flag: str, path) -> None:
-    import os
-    from dml_desc.errors import require
-    from dml_desc.files import regular_target
-    if not path:
-        return
-    regular_target(path, flag)        # a device, FIFO, socket, symlink or folder is refused (dml_desc.files)
-    folder = os.path.dirname(os.path.abspath(path))
-    require(not os.path.isdir(path), flag, path, "is a folder; name a file")
-    require(os.path.isdir(folder), flag, path, "is in a folder that does not exist")
-    require(os.access(folder, os.W_OK) and (not os.path.exists(path) or os.access(path, os.W_OK)), flag, path,
-            "cannot be written")
 
 
 def _progress(i, n):
@@ -440,20 +357,11 @@ def print_table(records) -> None:
         verdict = r.status.upper() + (f" ({r.reason})" if r.status != "pass" and r.reason else "")
         if r.diagnosis:
             verdict = f"FAIL (diagnosis: {r.diagnosis}; {r.reason})"
-        rows.append((_cut(r.case, 58), r.convention, r.backend, r.dtype, fmt(r.max_abs_err), fmt(r.max_rel_err),
+        rows.append((cut(r.case, 58), r.convention, r.backend, r.dtype, fmt(r.max_abs_err), fmt(r.max_rel_err),
                      verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + _cut(row[6], 200))
-
-
-def _cut(text: str, n: int) -> str:
-    """`text` at most n characters, cut at a word boundary with '...' (never mid-word)."""
-    if len(text) <= n:
-        return text
-    head = text[:n - 4]
-    head = head.rsplit(" ", 1)[0] if " " in head[n // 2:] else head
-    return head.rstrip(",;:(") + " ..."
+        print("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + cut(row[6], 200))
 
 
 def _junit(records, path) -> None:
@@ -473,7 +381,7 @@ def _junit(records, path) -> None:
                 failure.text = xml_text(json.dumps(r.description, default=_jsonable))
         elif r.status in ("skip", "unsupported"):
             ET.SubElement(case, "skipped", message=xml_text(r.reason))
-    _write(path, ET.tostring(suite, encoding="unicode", xml_declaration=True), field="--junit")
+    write_report(path, ET.tostring(suite, encoding="unicode", xml_declaration=True), field="--junit")
 
 
 def xml_text(value) -> str:

@@ -756,20 +756,20 @@ def add_command(sub) -> None:
 
 def cmd_matrix(args) -> int:
     """Run the matrix; exit 1 when a cell departs in a way no finding documents."""
-    from .cli import _check_writable, _write
+    from .output import check_writable, write_report
     from .report import CSS
     for flag, path in (("--markdown", args.markdown_path), ("--json", args.json_path), ("--html", args.html_path)):
-        _check_writable(flag, path)
+        check_writable(flag, path)
     other = _read_run(args.include_path) if args.include_path else None
     m = run_matrix(tuple(args.runtime or RUNTIMES))
     print(text_table(m))
     if other is not None:
         m = m.including(other)
     if args.markdown_path:
-        _write(args.markdown_path, markdown(m), field="--markdown")
+        write_report(args.markdown_path, markdown(m), field="--markdown")
     if args.json_path:
-        _write(args.json_path, json.dumps(m.as_json(), indent=1), field="--json")
+        write_report(args.json_path, json.dumps(m.as_json(), indent=1), field="--json")
     if args.html_path:
-        _write(args.html_path, "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>dml-desc matrix"
+        write_report(args.html_path, "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>dml-desc matrix"
                f"</title><style>{CSS}</style></head><body>{html_section(m)}</body></html>\n", field="--html")
     return 0 if m.ok else 1

@@ -63,7 +63,6 @@ from .forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
 from .forms.filter_conv import FILTER_FACTORS, SEPARABLE_TAPS, AxisForm, FilterConv, emitted, variants
 from .forms.kron_pairs import COLUMNS
 from .model import resize_reader_opset
-from .generic_emit import emit_generic_node  # noqa: F401  (the lowering imports it from here)
 
 GENERIC_CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric", "tf_half_pixel_for_nn")
 NEAREST_FACTORS = range(2, 9)

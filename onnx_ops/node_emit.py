@@ -12,10 +12,11 @@ from onnx import TensorProto
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 
-from .calibrate import signature as calibration_signature
+from .calibration import signature as calibration_signature
 from .dynamic import DynamicPlan, axis_forms, emit_dynamic
 from .forms import PREFER_RESIZE, Emitter, cast_wrapped, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
-from .generic_forms import emit_generic_node, generic_form
+from .generic_emit import emit_generic_node
+from .generic_forms import generic_form
 from .graph_walk import fresh_prefix, graphs, subgraphs
 from .model import LOWERING_OPSET
 from .planning import NP_OF, DynamicRead
@@ -36,7 +37,7 @@ class Rewrite:
     dynamic: bool = False    # taps computed at run time (onnx_ops.dynamic)
     semantics: str = ""      # the ONNX semantics the taps follow (dml_desc.conventions.onnx.SEMANTICS)
     notes: tuple = ()        # where the taps follow onnxruntime rather than the ONNX formulas (docs/adjoint.md)
-    signature: str = ""      # a shape-generic node's calibration key (onnx_ops.calibrate.signature)
+    signature: str = ""      # a shape-generic node's calibration key (onnx_ops.calibration.signature)
     candidates: tuple = ()   # the forms `dml-desc calibrate` measures for it (generic kinds and "general")
 
     def __str__(self):

@@ -286,7 +286,7 @@ def _axis_kind(a, pos, x, dy, scales, has_scales, roi, attrs) -> str:
 
 def _refuse_dynamic_nhwc_crop(where, attrs, x, axes, kinds, scales, roi) -> None:
     """onnxruntime's 4-D antialias kernel with scales [1, h, w, 1] extrapolates tf_crop_and_resize outputs with
-    weights that depend on the last axis (dml_desc.conventions.onnx._refuse_nhwc_crop); where shapes or scales
+    weights that depend on the last axis (dml_desc.conventions.onnx_reader._refuse_nhwc_crop); where shapes or scales
     known only at run time cannot exclude that case, it is refused here, not at run time."""
     if len(x) != 4 or not attrs.get("antialias") or attrs.get("mode", "nearest") == "nearest" \
             or attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize" or x[3] == 1 \

@@ -1,5 +1,5 @@
 """Canonical -> ONNX Resize / com.microsoft ResizeGrad: the first spelling whose map is exactly the source's under
-the given semantics (the reader, `onnx.py`, judges each candidate). `onnx.from_canonical` is this function."""
+the given semantics (the reader, `onnx_reader.py`, judges each candidate). `onnx.from_canonical` is this function."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ import numpy as np
 from ..canonical import INTERPOLATION_MODES, Mode, Resampling, Rounding
 from ..errors import DescError
 from .common import first_exact, probe_head, refuse
-from .onnx import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_canonical
+from .onnx_reader import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_canonical
 from .onnx_semantics import check_semantics
 
 
