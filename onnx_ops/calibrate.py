@@ -3,7 +3,7 @@
 By default `lower` picks a node's form by rule and cost model, so its output depends on the model alone. Here a
 ResizeGrad can instead take the fastest of its candidates as measured on the executing onnxruntime:
 
-- a shape-generic node (onnx_ops.generic_forms): each generic spelling it admits ("resize", "pool", "conv",
+- a shape-generic node (onnx_ops.lowering.generic_forms): each generic spelling it admits ("resize", "pool", "conv",
   "sepconv", "kronpairs", "block") and the general in-graph path ("general");
 - a static node (shapes known when lowering): the cost model's choice among the forms of the registry
   (onnx_ops.forms.registry) and the next cheapest applicable ones by estimate (forms.CANDIDATES in all, e.g.
@@ -28,14 +28,14 @@ from onnx import helper
 from dml_desc.conventions.onnx import STAND_IN_SEMANTICS
 from dml_desc.errors import DescError, integer, require
 
-from .calibration import (CACHE_VERSION, FORM_NAMES, KINDS, MAX_CACHE_BYTES, check_cache, choices, cpu_model,
+from .lowering.calibration import (CACHE_VERSION, FORM_NAMES, KINDS, MAX_CACHE_BYTES, check_cache, choices, cpu_model,
                           default_cache, machine_key, read_cache, signature)
 from .lower import lower
 from .forms import candidates as static_candidates, is_symbolic, signature as static_signature
 
 STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH = 4, 32, 96
 
-# The calibration cache's names live in onnx_ops.calibration (below the lowering); these are public here too.
+# The calibration cache's names live in onnx_ops.lowering.calibration (below the lowering); these are public here too.
 __all__ = ["CACHE_VERSION", "FORM_NAMES", "KINDS", "MAX_CACHE_BYTES", "STAND_IN_BATCH", "STAND_IN_CHANNELS",
            "STAND_IN_LENGTH", "calibrate_model", "check_cache", "check_runs", "choices", "cpu_model", "default_cache",
            "machine_key", "max_threads", "read_cache", "signature", "static_candidates", "static_signature"]
@@ -113,7 +113,7 @@ def _static_node(model, info, node, stand_in: tuple, semantics: str):
 
 def _graph_info(model, semantics: str):
     """The shapes, types and constants lower() reads a model's graphs with under `semantics`, or None."""
-    from .planning import graph_info
+    from .lowering.plan import graph_info
     try:
         return graph_info(model, semantics)
     except DescError:
@@ -123,7 +123,7 @@ def _graph_info(model, semantics: str):
 def _static_read(info, node):
     """(graph info, canonical map, element type, accumulation type) of a static node as lower() reads it by
     default, or None."""
-    from .planning import NP_OF
+    from .lowering.plan import NP_OF
     if info is None:
         return None
     try:
@@ -168,7 +168,7 @@ def _single_model(model, node, inputs: list, dy_dims: list, x_dims: list, elem: 
 def _resize_grad_nodes(model, info) -> list:
     """(node, graph info) of every ResizeGrad: in the graphs (`info`, read once), and in functions (info None: a
     function body has no static shapes)."""
-    from .graph_walk import graphs, is_resize_grad
+    from .lowering.walk import graphs, is_resize_grad
     nodes = [(n, info) for g in graphs(model.graph) for n in g.node if is_resize_grad(n)]
     return nodes + [(n, None) for f in model.functions for n in f.node if is_resize_grad(n)]
 

@@ -193,7 +193,7 @@ def test_without_a_cache_the_static_choice_is_the_cost_models_on_any_machine(tmp
     monkeypatch.setenv("DML_DESC_CALIBRATION", str(path))
     plain = lower(m, semantics=INSTALLED).model.SerializeToString()
     assert plain == lower(m, calibration={}, semantics=INSTALLED).model.SerializeToString()
-    import onnx_ops.calibration as calibration      # the cache and its machine key
+    import onnx_ops.lowering.calibration as calibration      # the cache and its machine key
     monkeypatch.setattr(calibration, "cpu_model", lambda: "some other CPU")               # another machine
     assert lower(m, semantics=INSTALLED).model.SerializeToString() == plain
     # its entry is not there

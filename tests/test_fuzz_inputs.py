@@ -221,7 +221,7 @@ def resize_grad_specs(draw):
 def test_lowering_writes_only_valid_models(spec):
     pytest.importorskip("onnxruntime", reason="the written model is checked by loading it in onnxruntime")
     from onnx_ops.lower import lower
-    from onnx_ops.validate import check_written
+    from onnx_ops.lowering.validate import check_written
     from tests.fuzz.atheris_loaders import resize_grad_spec_model
     model = resize_grad_spec_model(spec)
     lowered = own_error_or_result(lambda: lower(model, semantics=INSTALLED))
@@ -240,7 +240,7 @@ def _small_model_bytes() -> bytes:
 def test_corrupted_model_files_give_own_errors(data):
     """Truncated or bit-flipped model bytes (the flips and the cut drawn from `data`)."""
     from onnx_ops.lower import lower
-    from onnx_ops.validate import parse_model
+    from onnx_ops.lowering.validate import parse_model
     corrupt = bytearray(_SMALL)
     if data:
         for i, b in enumerate(data[:8]):

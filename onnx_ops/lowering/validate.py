@@ -20,7 +20,7 @@ from onnx import TensorProto
 from dml_desc.errors import DescError, require
 from dml_desc.files import read_bounded, read_region, regular_target, write_atomic, write_files
 
-from .graph_walk import graphs
+from .walk import graphs
 
 FLOATS = {TensorProto.FLOAT16: "float16", TensorProto.FLOAT: "float", TensorProto.DOUBLE: "double"}
 ROI_TYPES = {**FLOATS, TensorProto.BFLOAT16: "bfloat16"}

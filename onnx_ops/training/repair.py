@@ -16,10 +16,10 @@ from onnx import helper
 
 from dml_desc.errors import require
 
-from .forms import Emitter
-from .validate import save_atomic
-from .graph_walk import fresh_prefix, graphs, model_names
-from .model import TRAINING_MAX_IR, TRAINING_MAX_OPSET
+from ..forms import Emitter
+from ..lowering.validate import save_atomic
+from ..lowering.walk import fresh_prefix, graphs, model_names
+from ..model import TRAINING_MAX_IR, TRAINING_MAX_OPSET
 
 # the last element type IR 10 knows (INT4 = 22); later ones (FLOAT4E2M1, ...) need IR 11 or later
 _IR10_MAX_ELEM = onnx.TensorProto.INT4

@@ -14,8 +14,8 @@ from onnx import TensorProto
 
 from dml_desc.errors import DescError, require
 
-from .graph_walk import all_nodes, graphs, is_resize_grad
-from .node_emit import Rewrite
+from .walk import all_nodes, graphs, is_resize_grad
+from .emit import Rewrite
 from .validate import check_external_data, external_reference, external_tensors, inline_external, load_model, \
     read_external, save_atomic
 
@@ -45,7 +45,7 @@ def _lower_file(lower_model, src, dst, providers, semantics, calibration=None) -
     require(os.path.realpath(dst) not in reads, "OUT", os.fspath(dst), "is a data file the input model reads; "
             "name another file")
     reading, loaded = _with_resize_grad_constants(model, src_dir)
-    from .training_repair import RepairedRewrites, repair_for_lowering
+    from ..training.repair import RepairedRewrites, repair_for_lowering
     with _values_hidden(loaded):
         reading, repairs = repair_for_lowering(reading)     # an ORT training / eval graph: what prepare_artifacts does
         lowered, report = lower_model(reading, providers, semantics, calibration)
@@ -82,7 +82,7 @@ def _keep_references(lowered, model) -> None:
 def _moved_external_data(lowered, src_dir: str, name: str) -> bytearray:
     """Every external tensor `lowered` keeps (anywhere in it), copied into one blob for the data file `name` beside
     the written model, with its reference pointed there. Each source reference is read once, checked
-    (onnx_ops.validate.external_reference) and read from its regular file; nothing is written here."""
+    (onnx_ops.lowering.validate.external_reference) and read from its regular file; nothing is written here."""
     blob = bytearray()
     for where, t in list(external_tensors(lowered)):
         data = read_external(external_reference(where, t, src_dir))

@@ -10,7 +10,7 @@ import platform
 
 from dml_desc.errors import did_you_mean, is_number, require, short_key
 
-from .forms import FORMS, RENAMED
+from ..forms import FORMS, RENAMED
 from .generic_forms import IGNORED
 
 CACHE_VERSION = 1
