@@ -122,7 +122,8 @@ DYNAMIC_FORMS: dict = {}              # case name -> the form the dynamic path t
 
 def _dynamic_peer(case: Case, lowered, feeds, threads):
     """The same gradient lowered with N and the spatial dims symbolic, as real exports have them: a shape-generic
-    form where the scales are constant integers (onnx_ops.generic_forms), else the in-graph taps (onnx_ops.dynamic)."""
+    form where the scales are constant integers (onnx_ops.lowering.generic_forms), else the in-graph taps
+    (onnx_ops.lowering.dynamic)."""
     model = build_resize_grad(case.onnx_spec(), np.dtype(case.dtype))
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
@@ -349,7 +350,8 @@ def main(argv=None):
             continue
         rows.append(bench_case(case, args.threads, args.rounds, not args.no_numpy, not args.no_memory, bandwidth))
         print("| " + " | ".join(format_row(rows[-1], extra)) + " |", flush=True)
-    print(summary([r for r in rows if r["case"] not in {c.name for c in FIELD + ISSUE19}]) or "no summary: nothing to compare")
+    compared = [r for r in rows if r["case"] not in {c.name for c in FIELD + ISSUE19}]
+    print(summary(compared) or "no summary: nothing to compare")
     issue19 = [r for r in rows if r["case"] in {c.name for c in ISSUE19}]
     if issue19:
         print("issue 19 (6x40x96^2 unless said): " + (summary(issue19) or "nothing to compare"))

@@ -1,11 +1,11 @@
 """One whole training step of a small U-Net: onnxruntime training (ResizeGrad lowered) against torch (issue 19).
 
-`python bench/resize_grad_bench.py` prints it after the table in the full run, and in any run with `--unet`.
-A step is forward, loss (per-pixel cross-entropy), backward and an SGD update: `Module(x, labels)` +
-`Optimizer.step()` + `lazy_reset_grad()` on artifacts from the project's training API (`onnx_ops.training.generate_cpu_artifacts`,
-every ResizeGrad lowered), and `net(x)` + `cross_entropy` + `backward()` + `SGD.step()` in torch. The U-Net
-upsamples with bilinear x2 and nearest x2 (`F.interpolate(scale_factor=2)`) and is exported as real exports
-are: dynamic batch, height and width (so the lowered gradients take the dynamic path's forms).
+`python bench/resize_grad_bench.py` prints it after the table in the full run, and in any run with `--unet`. A step
+is forward, loss (per-pixel cross-entropy), backward and an SGD update: `Module(x, labels)` + `Optimizer.step()` +
+`lazy_reset_grad()` on artifacts from the project's training API (`onnx_ops.training.generate_cpu_artifacts`, every
+ResizeGrad lowered), and `net(x)` + `cross_entropy` + `backward()` + `SGD.step()` in torch. The U-Net upsamples with
+bilinear x2 and nearest x2 (`F.interpolate(scale_factor=2)`) and is exported as real exports are: dynamic batch,
+height and width (so the lowered gradients take the dynamic path's forms).
 
 The share of the lowered nodes comes from a second, profiled Module (onnxruntime's profiler, one event per
 kernel, in wall time): the kernel time of the nodes `lower` named `<ResizeGrad>/lowered/...`, per step and as

@@ -2,7 +2,8 @@ import sys
 
 from .import_guard import take_working_folder_off
 
-take_working_folder_off()       # before anything else is imported: nothing comes from a stray file in the working folder
+# before anything else is imported: nothing comes from a stray file in the working folder
+take_working_folder_off()
 
 from .cli import main  # noqa: E402
 

@@ -12,7 +12,8 @@ import time
 
 from .backends.base import SUITE_DTYPES
 from .backends.worker import DEFAULT_CASE_TIMEOUT, close_all
-from .outputs import check_folder, check_writable, write_report
+from .output import (STATUSES, check_folder, check_writable, cut, failures_first, summary, summary_count,
+                     summary_lines, write_report)
 
 # The backend families users type, each naming the suite's backends by prefix (order matters: CUDA first). A
 # suite backend name (onnxruntime:CPUExecutionProvider, ort-cpu-deconv, ...) is accepted too, as an alias of
@@ -36,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The conformance options, shared by `dml-desc conformance` and `python -m conformance`."""
     p.add_argument("-k", dest="pattern", help="run only cases whose name contains PATTERN (or matches a glob)")
     p.add_argument("--backend", action="append", metavar="NAME",
-                   help=f"only these backends (repeatable): {', '.join(BACKEND_FAMILIES)}, a name from --list-backends, "
+                   help=f"only these backends (repeatable): {', '.join(BACKEND_FAMILIES)}, a name from "
+                   "--list-backends, "
                    "onnxruntime:PROVIDER, onnxruntime-native:PROVIDER, onednn-primitive, or your own kernel as "
                    "py:MODULE:NAME (see docs/own-kernel.md); those run every kernel case")
     p.add_argument("--dtype", action="append", choices=SUITE_DTYPES)
@@ -232,7 +234,7 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
     from .suite import catalog, run_check
     from dml_desc.conventions.onnx import describe_semantics
     checks = catalog(args.full, semantics, extras)
-    from .adjoint import DEFAULT_N, adjoint_checks, backend_adjoint_checks, may_match    # the randomized adjoint section
+    from .adjoint import DEFAULT_N, adjoint_checks, backend_adjoint_checks, may_match  # the randomized section
     n, seed = DEFAULT_N if getattr(args, "fuzz", None) is None else args.fuzz, getattr(args, "seed", 0)
     drawn = not (args.list and not args.pattern)     # --list names the randomized section without drawing it
     if drawn and (not args.pattern or may_match(args.pattern, n, seed)):
@@ -276,8 +278,9 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
     for line in summary_lines(records):
         print(line)
     if args.json_path:
-        write_report(args.json_path, json.dumps({"results": [r.as_json() for r in records], "summary": summary(records),
-                                           "versions": _versions(semantics)}, indent=1, default=_jsonable), field="--json")
+        document = {"results": [r.as_json() for r in records], "summary": summary(records),
+                    "versions": _versions(semantics)}
+        write_report(args.json_path, json.dumps(document, indent=1, default=_jsonable), field="--json")
     if args.junit_path:
         _junit(records, args.junit_path)
     if getattr(args, "html_path", None):
@@ -295,70 +298,6 @@ def _run_suite(args, extras, start, semantics, save_dir=None) -> int:
     return 1 if counts["fail"] else 0
 
 
-STATUSES = ("pass", "fail", "skip", "unsupported")
-
-
-def summary_count(counts: dict) -> str:
-    """'6 passed, 0 failed, 0 skipped' (', 3 unsupported by this kernel' where a kernel left cases out)."""
-    text = f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
-    return text + (f", {counts['unsupported']} unsupported by this kernel" if counts.get("unsupported") else "")
-
-
-def summary(records) -> dict:
-    """{'passes_by_oracle': {oracle: n}, 'skips_by_reason': {reason: n}, 'coverage': ...} of a run. coverage, per
-    backend that left cases out: {backend: {'ran', 'unsupported', 'passed', 'failed', 'unsupported_by_reason'}}."""
-    from collections import Counter
-    return {"passes_by_oracle": dict(Counter(r.oracle or "-" for r in records if r.status == "pass").most_common()),
-            "skips_by_reason": dict(Counter(reason_group(r.reason) for r in records
-                                            if r.status == "skip").most_common()),
-            "coverage": coverage(records)}
-
-
-def coverage(records) -> dict:
-    """For each backend with unsupported cases: how many of the cases it was offered it ran, and why not the rest."""
-    from collections import Counter
-    out = {}
-    for backend in sorted({r.backend for r in records if r.status == "unsupported"}):
-        mine = [r for r in records if r.backend == backend]
-        counts = Counter(r.status for r in mine)
-        out[backend] = {"ran": counts["pass"] + counts["fail"], "passed": counts["pass"], "failed": counts["fail"],
-                        "unsupported": counts["unsupported"],
-                        "unsupported_by_reason": dict(Counter(unsupported_group(r.reason) for r in mine
-                                                              if r.status == "unsupported").most_common())}
-    return out
-
-
-def unsupported_group(reason: str) -> str:
-    """An unsupported reason without the case's own values: 'it declares modes=('nearest', 'linear')'."""
-    reason = reason.removeprefix("unsupported by this kernel: ")
-    return _cut(reason.split("; this case has", 1)[0], 160)
-
-
-def failures_first(records) -> list:
-    """Failures with numbers (a wrong dX) before those without (an exception, a refusal, a wrong shape)."""
-    return sorted(records, key=lambda r: not r.numerical)
-
-
-def reason_group(reason: str) -> str:
-    """A skip reason without its case-specific tail (after the first ': ' or '; '), so like skips group."""
-    import re
-    return _cut(re.split(r": |; ", reason, maxsplit=1)[0], 160)
-
-
-def summary_lines(records) -> list:
-    """'passes by oracle: ...' and one 'skipped N: reason' line per reason group."""
-    s = summary(records)
-    lines = ["passes by oracle: " + ", ".join(f"{k} {v}" for k, v in s["passes_by_oracle"].items())] \
-        if s["passes_by_oracle"] else []
-    for backend, c in s["coverage"].items():
-        offered = c["ran"] + c["unsupported"]
-        lines.append(f"coverage of {backend}: ran {c['ran']} of the {offered} cases offered "
-                     f"({100 * c['ran'] // max(offered, 1)}%): {c['passed']} passed, {c['failed']} failed, "
-                     f"{c['unsupported']} unsupported by this kernel")
-        lines += [f"  unsupported {n}: {why}" for why, n in c["unsupported_by_reason"].items()]
-    return lines + [f"  skipped {n}: {why}" for why, n in s["skips_by_reason"].items()]
-
-
 def _failure_descriptions(records) -> None:
     """Each failing case (numerical failures first): the verdict, the worst element, the diagnosis, its description
     (in its backend's convention, ready for `dml-desc run` / `convert`) and where --save-failures wrote it."""
@@ -368,7 +307,8 @@ def _failure_descriptions(records) -> None:
         if r.worst:
             print(f"  {describe_worst(r.worst)}")
         if r.numerical:
-            print(f"  diagnosis: {r.diagnosis or 'no alternative explains it (conformance/diagnosis.py lists those tried)'}")
+            print("  diagnosis: " + (r.diagnosis or "no alternative explains it (conformance/diagnosis.py lists "
+                                                    "those tried)"))
         if r.description is not None:
             print(f"  description ({r.convention}): " + json.dumps(r.description, default=_jsonable))
         if r.saved:
@@ -407,20 +347,11 @@ def print_table(records) -> None:
         verdict = r.status.upper() + (f" ({r.reason})" if r.status != "pass" and r.reason else "")
         if r.diagnosis:
             verdict = f"FAIL (diagnosis: {r.diagnosis}; {r.reason})"
-        rows.append((_cut(r.case, 58), r.convention, r.backend, r.dtype, fmt(r.max_abs_err), fmt(r.max_rel_err),
+        rows.append((cut(r.case, 58), r.convention, r.backend, r.dtype, fmt(r.max_abs_err), fmt(r.max_rel_err),
                      verdict))
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + _cut(row[6], 200))
-
-
-def _cut(text: str, n: int) -> str:
-    """`text` at most n characters, cut at a word boundary with '...' (never mid-word)."""
-    if len(text) <= n:
-        return text
-    head = text[:n - 4]
-    head = head.rsplit(" ", 1)[0] if " " in head[n // 2:] else head
-    return head.rstrip(",;:(") + " ..."
+        print("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + cut(row[6], 200))
 
 
 def _junit(records, path) -> None:

@@ -82,8 +82,8 @@ def _checks_for(name: str, spec: ConvSpec, fmt: str, wfmt: str, seed: int) -> li
         tol = TOL[dt] * scale * (np.prod(spec.kernel) * spec.dst_channels / spec.groups) ** 0.5
         run = lambda d=dt, t=tol: (_ort(spec, fmt, wfmt, representable(dd, d), representable(w, d), d), want, t)
         out.append(Check(name, "onednn", "ort-cpu", dt, run, oracle="numpy-correlation"))
-    out.append(Check(name, "onednn", "torch-autograd", "f64", lambda: (torch_data_grad(spec, dd, w), want, 1e-9 * scale),
-                     oracle="numpy-correlation"))
+    out.append(Check(name, "onednn", "torch-autograd", "f64",
+                     lambda: (torch_data_grad(spec, dd, w), want, 1e-9 * scale), oracle="numpy-correlation"))
     return out
 
 

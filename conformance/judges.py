@@ -9,7 +9,8 @@ import numpy as np
 from dml_desc.reference import NUMPY_DTYPES    # the one table of the suite's dtype names
 
 FLT_EPSILON = float(np.finfo(np.float32).eps)
-EPS = {"f32": FLT_EPSILON, "f16": float(np.finfo(np.float16).eps), "bf16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)}
+EPS = {"f32": FLT_EPSILON, "f16": float(np.finfo(np.float16).eps),
+       "bf16": float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)}
 
 # A judge: (got, want) -> (ok, max abs error, max_rel or None, reason when not ok)
 Judge = Callable[[np.ndarray, np.ndarray], Tuple[bool, float, Optional[float], str]]

@@ -194,7 +194,12 @@ def _dims(shape) -> str:
 
 def _sized(make_one, sizes=SIZES) -> list:
     """A Call per (in, out) spatial pair, its description make_one(batch, in, out)."""
-    return [Call(f"{_dims(i)} -> {_dims(o)}", i, o, (lambda i=i, o=o: lambda b: make_one(b, i, o))()) for i, o in sizes]
+    return [Call(f"{_dims(i)} -> {_dims(o)}", i, o, _at_sizes(make_one, i, o)) for i, o in sizes]
+
+
+def _at_sizes(make_one, i, o):
+    """make_one with the spatial pair bound: a function of the batch."""
+    return lambda b: make_one(b, i, o)
 
 
 class Onnxruntime(Runtime):
@@ -327,9 +332,7 @@ class Onednn(Runtime):
         out = []
         for mode in ("nearest", "linear"):
             for fmt in ("NCX", "NXC"):
-                calls = [Call(f"{_dims(i)} -> {_dims(o)}", i, o,
-                              (lambda m, f, i, o: lambda b, backward=True: _onednn_doc(m, f, b, i, o, backward))(
-                                  mode, fmt, i, o))
+                calls = [Call(f"{_dims(i)} -> {_dims(o)}", i, o, _onednn_call(mode, fmt, i, o))
                          for i, o in SIZES + self.TIES]
                 out.append((mode, f"half_pixel, {fmt}", calls))
         return out
@@ -370,6 +373,11 @@ def _out(result):
     if isinstance(result, Exception):
         raise result
     return result["out"]
+
+
+def _onednn_call(mode: str, fmt: str, i, o):
+    """The oneDNN description at one (in, out) pair: a function of the batch (and the direction)."""
+    return lambda b, backward=True: _onednn_doc(mode, fmt, b, i, o, backward)
 
 
 def _onednn_doc(mode: str, fmt: str, batch: int, i, o, backward: bool) -> dict:
@@ -748,7 +756,7 @@ def add_command(sub) -> None:
 
 def cmd_matrix(args) -> int:
     """Run the matrix; exit 1 when a cell departs in a way no finding documents."""
-    from .outputs import check_writable, write_report
+    from .output import check_writable, write_report
     from .report import CSS
     for flag, path in (("--markdown", args.markdown_path), ("--json", args.json_path), ("--html", args.html_path)):
         check_writable(flag, path)

@@ -13,6 +13,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from .output import coverage, failures_first, reason_group, summary_count
+
 MODES = ("nearest", "linear", "cubic", "deconv", "other")
 MAX_CELLS = 48          # a heat map shows at most 48 x 48 cells (bigger slices are cropped around the worst)
 
@@ -29,9 +31,9 @@ def mode_of(case: str) -> str:
 
 def html_report(records, versions: dict, extra: str = "") -> str:
     """The whole page for a run's records; `extra`: more HTML sections at the end (the cross-runtime matrix)."""
-    from .cli import coverage, failures_first, summary_count
     counts = Counter(r.status for r in records)
-    parts = [f"<h1>dml-desc conformance</h1><p class=total>{_e(summary_count(counts))}</p>", _coverage(coverage(records)),
+    parts = [f"<h1>dml-desc conformance</h1><p class=total>{_e(summary_count(counts))}</p>",
+             _coverage(coverage(records)),
              "<p class=versions>" + ", ".join(f"{_e(k)} {_e(v)}" for k, v in versions.items()) + "</p>",
              "<h2>Backend &times; convention &times; mode</h2>", _matrix(records),
              "<h2>Passes by oracle</h2>", _counter_table(Counter(r.oracle or "-" for r in records
@@ -39,7 +41,6 @@ def html_report(records, versions: dict, extra: str = "") -> str:
              f"<h2>Failures ({counts['fail']})</h2>"]
     fails = failures_first([r for r in records if r.status == "fail"])
     parts += [_failure(i, r) for i, r in enumerate(fails)] or ["<p>None.</p>"]
-    from .cli import reason_group
     parts += ["<h2>Skips by reason</h2>", _counter_table(Counter(reason_group(r.reason) for r in records
                                                                  if r.status == "skip"), "reason", "skips")]
     parts += [extra] if extra else []

@@ -192,7 +192,8 @@ def _torch():
 def run_deconv(backend: str, spec, layout: dict, dd, w, dtype: str, api=None) -> tuple:
     """(diff_src in the description's layout, 'backend version, API')."""
     from dml_desc.conventions.deconv import to_layout
-    require(backend in RUN_BACKENDS, "--backend", backend, f"a ConvTransposeBackwardData runs on {', '.join(RUN_BACKENDS)}")
+    require(backend in RUN_BACKENDS, "--backend", backend,
+            f"a ConvTransposeBackwardData runs on {', '.join(RUN_BACKENDS)}")
     fmt, wfmt = layout.get("data_format", "NCX"), layout.get("weights_format", "IOX")
     want_w = list(spec.weights_shape) if wfmt == "IOX" else list(spec.kernel) + [spec.dst_channels // spec.groups,
                                                                                  spec.src_channels]

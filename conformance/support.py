@@ -134,8 +134,8 @@ def unsupported_by_raising():
     try:
         yield
     except NotImplementedError as e:
-        raise Unsupported(f"unsupported by this kernel: it raised NotImplementedError{': ' + str(e) if str(e) else ''}") \
-            from None
+        detail = f": {e}" if str(e) else ""
+        raise Unsupported(f"unsupported by this kernel: it raised NotImplementedError{detail}") from None
     except DescError as e:            # a worker reports the kernel's NotImplementedError by its type's name
         if "NotImplementedError" not in str(e):
             raise

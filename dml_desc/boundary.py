@@ -53,7 +53,7 @@ def _guarded(command, prog: str) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())        # Python flushes stdout again at exit
         return 1
-    except Exception as e:           # noqa: BLE001: every input error ends here, as one line
+    except Exception as e:           # noqa: BLE001 (every input error ends here, as one line)
         line = _message(e)
         if line is None and os.environ.get("DML_DESC_TRACEBACK"):
             raise

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from fractions import Fraction
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 from . import budget
 from .errors import DescError, is_number, require
@@ -71,10 +71,11 @@ class AxisMap:
     single_rounding: bool = False      # x computed in double, rounded to float32 once (not after the division)
     coords: Optional[Tuple[float, ...]] = None   # explicit x per output, where a runtime's float order matters
     # How a nearest coordinate becomes an index (see weights.nearest_index, the one place that applies these):
-    tie_tolerance: float = 0.0   # a float32 x within this of k + 0.5 rounds as the exact tie (onnxruntime >= 1.27: 1e-6)
+    # a float32 x within this of k + 0.5 rounds as the exact tie (onnxruntime >= 1.27: 1e-6)
+    tie_tolerance: float = 0.0
     exact: bool = False          # x evaluated in exact rational arithmetic, no float32 rounding (the ONNX spec)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("in_size", "out_size"):
             v = getattr(self, name)
             require(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, v,
@@ -118,7 +119,7 @@ class AxisMap:
         return (self.in_size == self.out_size and self.scale == 1 and self.coords is None
                 and self.in_offset + self.out_offset == 0)
 
-    def with_(self, **changes) -> "AxisMap":
+    def with_(self, **changes: Any) -> "AxisMap":
         """A copy with the given fields replaced (the map is frozen)."""
         return replace(self, **changes)
 
@@ -137,7 +138,7 @@ class Resampling:
     extrapolation_value: float = 0.0
     notes: Tuple[str, ...] = field(default=(), compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         require(isinstance(self.axes, (list, tuple)) and all(isinstance(a, AxisMap) for a in self.axes), "axes",
                 self.axes, "must be a sequence of AxisMap")
         object.__setattr__(self, "axes", tuple(self.axes))
@@ -163,7 +164,7 @@ class Resampling:
         """The indices of the axes that are not copied unchanged."""
         return tuple(i for i, a in enumerate(self.axes) if not a.is_identity)
 
-    def with_(self, **changes) -> "Resampling":
+    def with_(self, **changes: Any) -> "Resampling":
         """A copy with the given fields replaced (the map is frozen)."""
         return replace(self, **changes)
 
@@ -187,7 +188,7 @@ class Resampling:
         return replace(self, notes=self.notes + tuple(notes))
 
 
-def fraction(value) -> Fraction:
+def fraction(value: int | float | Fraction) -> Fraction:
     """An exact Fraction of an int, float (its exact binary value) or Fraction."""
     return value if isinstance(value, Fraction) else Fraction(value)
 

@@ -214,14 +214,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "to RESAMPLE_GRAD1 / RESAMPLE2 when only a rounding direction can state the map. An operator "
                    "that cannot state the map exactly is refused (exit 2) with the reason")
     c.add_argument("--offset-reading", choices=("forward", "swapped"),
-                   help="dml: how a grad descriptor's offsets are read (default forward; see docs/semantics.md, decision 1)")
+                   help="dml: how a grad descriptor's offsets are read (default forward; see docs/semantics.md, "
+                   "decision 1)")
     c.add_argument("--layout", choices=LAYOUTS, help="the tensor layout to write: moves the channel axis when it "
                    "differs from the source's (tf is NHWC; oneDNN per its data_format; dml, onnx and torch NCHW). "
                    "--to tf from an NCHW source needs --layout NHWC, --to torch from tf --layout NCHW")
     c.add_argument("--data-format", choices=("NCX", "NXC"), help="onednn: layout to write")
     c.add_argument("--opset", type=int, help="onnx: opset to write (default 19)")
     c.add_argument("--semantics", choices=("ort-1.19", "ort-1.27", "onnx-spec"),
-                   help="the ONNX Resize semantics (nearest tie rule): ort-1.19 (onnxruntime <= 1.26), ort-1.27 (>= 1.27) or "
+                   help="the ONNX Resize semantics (nearest tie rule): ort-1.19 (onnxruntime <= 1.26), ort-1.27 "
+                   "(>= 1.27) or "
                    "onnx-spec (exact arithmetic); default: the installed onnxruntime's")
     c.set_defaults(func=cmd_convert)
     e = sub.add_parser("example", help="list the example JSON files (one per format), or print one")

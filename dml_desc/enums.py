@@ -1,5 +1,6 @@
 """DirectML enums with their directml.h numeric values."""
 from enum import IntEnum
+from typing import TypeVar
 
 
 class DML_TENSOR_DATA_TYPE(IntEnum):
@@ -60,7 +61,10 @@ ELEMENT_BYTES = {
 }
 
 
-def parse_enum(enum_type, value, field: str):
+E = TypeVar("E", bound=IntEnum)
+
+
+def parse_enum(enum_type: type[E], value: object, field: str) -> E:
     """Accept an enum member, its DML name (with or without the prefix) or its number."""
     from .errors import DescError
     if isinstance(value, enum_type):

@@ -117,7 +117,8 @@ def vs_map(res: Resampling, other: str, semantics=None) -> tuple:
     from . import conventions
     if other in VS_MODES:
         obj = {"op_type": "Resize", "opset": conventions.onnx.DEFAULT_OPSET, "input_shape": list(res.in_shape),
-               "sizes": list(res.out_shape), "attributes": {"mode": res.mode.value, "coordinate_transformation_mode": other}}
+               "sizes": list(res.out_shape),
+               "attributes": {"mode": res.mode.value, "coordinate_transformation_mode": other}}
         semantics = conventions.onnx.resolve_semantics(semantics)     # no --semantics: the installed onnxruntime's
         return conventions.load("onnx", obj, semantics=semantics)[0], f"onnx {other}"
     if not Path(other).exists():
@@ -192,7 +193,8 @@ def _svg_panel(p: AxisPicture, label: str, top: float, color: str, sx: _Scale) -
                    f'stroke-dasharray="3,2"/>')
         for i, w in taps:
             out.append(f'<line x1="{sx(xo)}" y1="{y_pt}" x2="{sx(i)}" y2="{y_in + 14}" stroke="{color}" '
-                       f'stroke-width="{round(0.5 + 2.5 * abs(w), 2)}" stroke-opacity="{round(0.3 + 0.7 * abs(w), 3)}"/>')
+                       f'stroke-width="{round(0.5 + 2.5 * abs(w), 2)}" '
+                       f'stroke-opacity="{round(0.3 + 0.7 * abs(w), 3)}"/>')
         out.append(f'<circle cx="{sx(xo)}" cy="{y_pt}" r="4" fill="{color}"><title>output {o}: x = '
                    f'{_xml(_num(xo))}, taps {_xml(taps_text(p, o))}</title></circle>')
         if label_weights:

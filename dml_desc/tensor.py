@@ -46,7 +46,7 @@ class DML_BUFFER_TENSOR_DESC:
     guaranteed_base_offset_alignment: int = 0
     name: str = field(default="Tensor", compare=False, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         n = self.name
         self.data_type = parse_enum(DML_TENSOR_DATA_TYPE, self.data_type, f"{n}.DataType")
         self.flags = parse_enum(DML_TENSOR_FLAGS, self.flags, f"{n}.Flags")
@@ -76,7 +76,7 @@ class DML_BUFFER_TENSOR_DESC:
         require(isinstance(a, int) and not isinstance(a, bool) and 0 <= a <= UINT32_MAX and (a & (a - 1)) == 0,
                 f"{n}.GuaranteedBaseOffsetAlignment", a, "must be 0 or a power of two (a UINT)")
 
-    def _check_strides(self):
+    def _check_strides(self) -> None:
         if self.strides is None:
             return
         n = self.name
@@ -96,7 +96,7 @@ class DML_BUFFER_TENSOR_DESC:
         return cls(data_type=data_type, sizes=tuple(sizes), name=name)
 
 
-def _int_tuple(values, field_name: str) -> Tuple[int, ...]:
+def _int_tuple(values: object, field_name: str) -> Tuple[int, ...]:
     if not isinstance(values, (list, tuple)):
         raise DescError(field_name, values, "must be a list of integers")
     items = tuple(values)

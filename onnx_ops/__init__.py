@@ -5,7 +5,8 @@
 from .build import IR_VERSION, OPSET, build_gradient, build_lowered, build_resize, build_resize_grad
 from .lower import Lowered, lower, lower_file
 
-__all__ = ["build_gradient", "build_lowered", "build_resize", "build_resize_grad", "lower", "lower_file", "Lowered", "run_model", "OPSET", "IR_VERSION"]
+__all__ = ["build_gradient", "build_lowered", "build_resize", "build_resize_grad", "lower", "lower_file", "Lowered",
+           "run_model", "OPSET", "IR_VERSION"]
 
 
 def __getattr__(name):

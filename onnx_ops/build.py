@@ -11,7 +11,7 @@ from dml_desc.conventions import check_tolerance, onnx as onnx_conv
 from dml_desc.errors import ConversionError, flag, require
 
 from .model import IR_VERSION, LOWERING_OPSET, OPSET, grad_graph, stamped  # noqa: F401 (IR_VERSION: exported)
-from .node_emit import emit_gradient, name_after, node_prefix
+from .lowering.emit import emit_gradient, name_after, node_prefix
 
 ONNX_ELEM_OF_NUMPY = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
           np.dtype(np.float64): TensorProto.DOUBLE}
@@ -135,7 +135,7 @@ def build_resize(spec: onnx_conv.OnnxResize | Resampling, dtype: DTypeLike = np.
 
 def build_lowered(res: Resampling, dtype: DTypeLike = np.float32) -> onnx.ModelProto:
     """The standard-op gradient straight from a canonical map (no ONNX Resize spelling needed), emitted by
-    node_emit.emit_gradient and named as `lower` names the lowering of build_resize_grad's node: the model
+    lowering.emit.emit_gradient and named as `lower` names the lowering of build_resize_grad's node: the model
     `build --lowered`, `dml-desc run` and the conformance suite's onnxruntime checks all run."""
     elem = element_type(dtype)
     node = helper.make_node("ResizeGrad", ["dY", "X"], ["dX"], domain="com.microsoft", name=GRAD_NODE)

@@ -3,7 +3,7 @@
 By default `lower` picks a node's form by rule and cost model, so its output depends on the model alone. Here a
 ResizeGrad can instead take the fastest of its candidates as measured on the executing onnxruntime:
 
-- a shape-generic node (onnx_ops.generic_forms): each generic spelling it admits ("resize", "pool", "conv",
+- a shape-generic node (onnx_ops.lowering.generic_forms): each generic spelling it admits ("resize", "pool", "conv",
   "sepconv", "kronpairs", "block") and the general in-graph path ("general");
 - a static node (shapes known when lowering): the cost model's choice among the forms of the registry
   (onnx_ops.forms.registry) and the next cheapest applicable ones by estimate (forms.CANDIDATES in all, e.g.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 
 import numpy as np
@@ -27,120 +26,19 @@ import onnx
 from onnx import helper
 
 from dml_desc.conventions.onnx import STAND_IN_SEMANTICS
-from dml_desc.errors import DescError, did_you_mean, integer, is_number, require, short_key
+from dml_desc.errors import DescError, integer, require
 
-from .forms import FORMS, RENAMED, candidates as static_candidates, is_symbolic, signature as static_signature
+from .lowering.calibration import (CACHE_VERSION, FORM_NAMES, KINDS, MAX_CACHE_BYTES, check_cache, choices, cpu_model,
+                          default_cache, machine_key, read_cache, signature)
+from .lower import lower
+from .forms import candidates as static_candidates, is_symbolic, signature as static_signature
 
-CACHE_VERSION = 1
 STAND_IN_BATCH, STAND_IN_CHANNELS, STAND_IN_LENGTH = 4, 32, 96
-KINDS = ("resize", "pool", "conv", "block", "sepconv", "kronpairs", "general")
-FORM_NAMES = KINDS + tuple(FORMS)      # the names a cache entry may hold: generic kinds, static forms
 
-
-def default_cache() -> str:
-    """$DML_DESC_CALIBRATION, else ~/.cache/dml-desc/calibration.json."""
-    return os.environ.get("DML_DESC_CALIBRATION") or os.path.join(os.path.expanduser("~"), ".cache", "dml-desc",
-                                                                   "calibration.json")
-
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo (platform.processor() where there is none)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            found = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        found = ""
-    return found or platform.processor() or platform.machine() or "unknown CPU"
-
-
-def machine_key() -> str:
-    """The cache key of this machine: CPU model and onnxruntime version, e.g. 'AMD EPYC | onnxruntime 1.19.2'."""
-    from dml_desc.conventions.onnx import installed_runtime
-    return f"{cpu_model()} | onnxruntime {installed_runtime()}"
-
-
-MAX_CACHE_BYTES = 2 ** 26        # 64 MiB: an entry is under 1 kB; a cache past this is no cache dml-desc wrote
-CACHE_KEYS, ENTRY_KEYS = {"version", "entries"}, {"form", "ms"}
-
-
-def read_cache(path: str) -> dict:
-    """The cache file's entries ({machine key: {signature: {"form": kind, "ms": {kind: ms}}}}); {} when absent.
-    Only a regular file of at most MAX_CACHE_BYTES is read (a FIFO or /dev/zero is refused without blocking),
-    as strict JSON, and every entry is checked (check_cache): a one-line DescError names the file and entry."""
-    from dml_desc.errors import parse_json
-    from dml_desc.files import read_regular
-    if not os.path.exists(path):
-        return {}
-    data = read_regular(path, MAX_CACHE_BYTES, "calibration cache", field="calibration")
-    return check_cache(parse_json(data, f"calibration {path}"), path)
-
-
-def check_cache(doc, path: str) -> dict:
-    """The entries of a cache document, each checked: {"version": CACHE_VERSION, "entries": {machine key (text):
-    {signature (JSON object text): {"form": a form name, "ms": {form name: a finite time >= 0}}}}}, no other
-    keys. A DescError naming `path` and the entry otherwise."""
-    def check(ok: bool, where: str, value, rule: str) -> None:
-        require(ok, "calibration", path, f"{where} = {_shown(value)}: {rule}")
-    check(isinstance(doc, dict) and set(doc) == CACHE_KEYS, "the document", doc, "is not a dml-desc calibration "
-          f"cache (an object of {sorted(CACHE_KEYS)})")
-    check(type(doc["version"]) is int and doc["version"] == CACHE_VERSION, "version", doc["version"],
-          f"this dml-desc reads version {CACHE_VERSION}; run dml-desc calibrate again")
-    check(isinstance(doc["entries"], dict), "entries", doc["entries"], "must be an object of machine keys")
-    for machine, entry in doc["entries"].items():
-        where = f"entries[{_shown(machine)}]"
-        check(isinstance(machine, str) and bool(machine), where, machine, "a machine key must be non-empty text")
-        check(isinstance(entry, dict), where, entry, "must be an object of node signatures")
-        for sig, record in entry.items():
-            at = f"{where}[{_shown(sig)}]"
-            check(_is_signature(sig), at, sig, "a signature must be the text of a JSON object")
-            check(isinstance(record, dict) and "form" in record and set(record) <= ENTRY_KEYS, at, record,
-                  f'must be an object {{"form": ..., "ms": ...}} (keys {sorted(ENTRY_KEYS)})')
-            _check_form(record["form"], lambda ok, v, rule: check(ok, f"{at}.form", v, rule))
-            times = record.get("ms", {})
-            check(isinstance(times, dict), f"{at}.ms", times, "must be an object {form: milliseconds}")
-            for kind, ms in times.items():
-                _check_form(kind, lambda ok, v, rule: check(ok, f"{at}.ms", v, rule))
-                check(is_number(ms) and ms >= 0, f"{at}.ms[{_shown(kind)}]", ms, "a time must be a finite "
-                      "number >= 0")
-    return doc["entries"]
-
-
-def _check_form(name, check) -> None:
-    check(isinstance(name, str) and (name in FORM_NAMES or name in RENAMED), name,
-          f"is no form dml-desc knows{did_you_mean(name, FORM_NAMES)} (one of {', '.join(FORM_NAMES)})")
-
-
-def _is_signature(sig) -> bool:
-    try:
-        return isinstance(json.loads(sig), dict)
-    except (TypeError, ValueError, RecursionError):
-        return False
-
-
-def _shown(value) -> str:
-    """A user's value in a message, cut to 60 characters: a text's repr, an object's keys, a list's length."""
-    if isinstance(value, dict):
-        return short_key(f"an object with keys {sorted(map(str, value))}")
-    if isinstance(value, list):
-        return f"a list of {len(value)} items"
-    text = repr(value) if isinstance(value, str) else short_key(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def choices(calibration, machine: str | None = None) -> dict:
-    """{signature: kind} for `machine` (default: this one) from a cache path, or from a {signature: kind} dict
-    (checked: text keys, known form names); a form's former name (forms.RENAMED) is read as its current one."""
-    if calibration is None:
-        return {}
-    if isinstance(calibration, dict):
-        for sig, kind in calibration.items():
-            require(isinstance(sig, str), "calibration", sig, "keys must be node signatures (text)")
-            _check_form(kind, lambda ok, v, rule: require(ok, f"calibration[{_shown(sig)}]", v, rule))
-        return {sig: RENAMED.get(kind, kind) for sig, kind in calibration.items()}
-    require(isinstance(calibration, (str, os.PathLike)), "calibration", type(calibration).__name__,
-            "must be a cache file path or a {signature: form} dict")
-    entry = read_cache(os.fspath(calibration)).get(machine or machine_key(), {})
-    return {sig: RENAMED.get(v["form"], v["form"]) for sig, v in entry.items()}
+# The calibration cache's names live in onnx_ops.lowering.calibration (below the lowering); these are public here too.
+__all__ = ["CACHE_VERSION", "FORM_NAMES", "KINDS", "MAX_CACHE_BYTES", "STAND_IN_BATCH", "STAND_IN_CHANNELS",
+           "STAND_IN_LENGTH", "calibrate_model", "check_cache", "check_runs", "choices", "cpu_model", "default_cache",
+           "machine_key", "max_threads", "read_cache", "signature", "static_candidates", "static_signature"]
 
 
 def max_threads() -> int:
@@ -155,14 +53,6 @@ def check_runs(threads, rounds, names: tuple = ("threads", "rounds")) -> None:
     require(0 <= threads <= max_threads(), names[0], threads, f"must be 0 (onnxruntime's default) or 1 to "
             f"{max_threads()} (4 x the {os.cpu_count() or 1} CPUs here)")
     integer(rounds, names[1], 1)
-
-
-def signature(attrs: dict, factors: dict, rank: int, channels, opset: int, elem: int) -> str:
-    """The key of one calibrated choice: the attributes that shape the gradient, the factors, rank, opset, C."""
-    from .generic_forms import IGNORED
-    kept = {k: v for k, v in sorted(attrs.items()) if k not in IGNORED}
-    return json.dumps({"attrs": kept, "factors": {str(a): f for a, f in sorted(factors.items())}, "rank": rank,
-                       "channels": channels, "opset": opset, "elem": elem}, sort_keys=True)
 
 
 # ---- measuring -------------------------------------------------------------------------------------------
@@ -196,7 +86,6 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
 def _generic_node(model, model_info, node, stand_in: tuple, semantics: str):
     """(signature, candidate kinds, one-node model, feeds) of a shape-generic node, or None. `model_info`: the
     model's graph info (None where lower() could not read the model)."""
-    from .lower import lower
     if model_info is None:
         return None
     try:
@@ -224,7 +113,7 @@ def _static_node(model, info, node, stand_in: tuple, semantics: str):
 
 def _graph_info(model, semantics: str):
     """The shapes, types and constants lower() reads a model's graphs with under `semantics`, or None."""
-    from .planning import graph_info
+    from .lowering.plan import graph_info
     try:
         return graph_info(model, semantics)
     except DescError:
@@ -234,7 +123,7 @@ def _graph_info(model, semantics: str):
 def _static_read(info, node):
     """(graph info, canonical map, element type, accumulation type) of a static node as lower() reads it by
     default, or None."""
-    from .planning import NP_OF
+    from .lowering.plan import NP_OF
     if info is None:
         return None
     try:
@@ -279,14 +168,13 @@ def _single_model(model, node, inputs: list, dy_dims: list, x_dims: list, elem: 
 def _resize_grad_nodes(model, info) -> list:
     """(node, graph info) of every ResizeGrad: in the graphs (`info`, read once), and in functions (info None: a
     function body has no static shapes)."""
-    from .graph_walk import graphs, is_resize_grad
+    from .lowering.walk import graphs, is_resize_grad
     nodes = [(n, info) for g in graphs(model.graph) for n in g.node if is_resize_grad(n)]
     return nodes + [(n, None) for f in model.functions for n in f.node if is_resize_grad(n)]
 
 
 def _time_kind(single, feeds, sig: str, kind: str, threads: int, rounds: int, semantics: str) -> float:
     """Best time (ms) of a one-node model lowered in `kind`, on stand-in shapes."""
-    from .lower import lower
     from .run import session
     lowered, _ = lower(single, calibration={sig: kind}, semantics=semantics)
     sess = session(lowered, threads=threads)

@@ -20,7 +20,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from dml_desc.conventions.onnx import resolve_semantics      # no --semantics: the installed onnxruntime's
     from .build import TOLERANCE_KEY, build_gradient, build_resize
     from dml_desc.conventions import check_tolerance
-    from .validate import save_atomic
+    from .lowering.validate import save_atomic
     fmt, obj = read_description(args.file, args.src)
     dtype = {"f32": np.float32, "f16": np.float16, "f64": np.float64}[args.dtype]
     from dml_desc.conventions import deconv
@@ -88,7 +88,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure the candidate forms of each ResizeGrad of a model on this onnxruntime; cache the winners."""
     from dml_desc.conventions.onnx import resolve_semantics      # the installed onnxruntime's, as `lower`
     from .calibrate import calibrate_model, check_runs, default_cache, machine_key
-    from .validate import load_model
+    from .lowering.validate import load_model
     check_runs(args.threads, args.rounds, ("--threads", "--rounds"))
     require(os.path.exists(args.input), "IN", args.input, "does not exist")
     path = args.cache or default_cache()

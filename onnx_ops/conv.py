@@ -41,10 +41,10 @@ def build_conv_data_grad(spec: ConvSpec, data_format: str = "NCX", weights_forma
     w_shape = list(spec.weights_shape)
     if weights_format == "XOI":
         w_shape = w_shape[2:] + [w_shape[1], w_shape[0]]
+    diff_dst = helper.make_tensor_value_info("diff_dst", elem, to_layout(spec.diff_dst_shape, data_format))
+    diff_src = helper.make_tensor_value_info("diff_src", elem, to_layout(spec.diff_src_shape, data_format))
     graph = helper.make_graph(nodes, "conv_transpose_backward_data",
-                              [helper.make_tensor_value_info("diff_dst", elem, to_layout(spec.diff_dst_shape, data_format)),
-                               helper.make_tensor_value_info("weights", elem, w_shape)],
-                              [helper.make_tensor_value_info("diff_src", elem, to_layout(spec.diff_src_shape, data_format))])
+                              [diff_dst, helper.make_tensor_value_info("weights", elem, w_shape)], [diff_src])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
                               producer_name="dml-desc")
     onnx.checker.check_model(model)

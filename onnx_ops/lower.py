@@ -16,13 +16,13 @@ from onnx import helper
 
 from dml_desc.errors import did_you_mean, require
 
-from .calibrate import choices as calibrated_choices
-from .graph_walk import all_nodes, is_resize_grad, scoped_graphs
+from .lowering.calibration import choices as calibrated_choices
+from .lowering.walk import all_nodes, is_resize_grad, scoped_graphs
 from .model import LOWERING_OPSET
-from .model_files import lower_file  # noqa: F401 (public here: the entry point for files)
-from .node_emit import PREFER_RESIZE, Rewrite, lower_node, native_cuda_fits  # noqa: F401 (public here)
-from .planning import graph_info
-from .validate import check_text, readable, save_atomic
+from .lowering.files import lower_model_file
+from .lowering.emit import PREFER_RESIZE, Rewrite, lower_node, native_cuda_fits  # noqa: F401 (public here)
+from .lowering.plan import graph_info
+from .lowering.validate import check_text, readable, save_atomic
 
 RUN_TIME_SEMANTICS = "onnxruntime at run time"
 
@@ -62,7 +62,8 @@ def lower(model: onnx.ModelProto, providers: Sequence[str] = ("CPUExecutionProvi
     """A copy of `model` with every ResizeGrad node lowered (or kept where native CUDA fits): in the main
     graph, in If / Loop / Scan bodies and in model-local functions. The report lists every one.
     `calibration` (a cache path from `dml-desc calibrate`, or {signature: form}) lets measured choices replace the
-    rule for shape-generic nodes, read for `machine` (default: this CPU and onnxruntime; onnx_ops.calibrate)."""
+    rule for shape-generic nodes, read for `machine` (default: this CPU and onnxruntime;
+    onnx_ops.lowering.calibration)."""
     require(isinstance(model, onnx.ModelProto), "model", type(model).__name__, "must be an onnx.ModelProto")
     providers = check_providers(providers)
     out = onnx.ModelProto()
@@ -81,6 +82,22 @@ def lower(model: onnx.ModelProto, providers: Sequence[str] = ("CPUExecutionProvi
     for rewrite in report:      # the dynamic path runs the executing onnxruntime's own Resize: its tie rule
         rewrite.semantics = RUN_TIME_SEMANTICS if rewrite.dynamic else info.semantics
     return Lowered(out, report)
+
+
+def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProvider",),
+               semantics: str | None = None, calibration=None) -> list[Rewrite]:
+    """Lower a model file; `dst` may equal `src`. Written atomically, after onnx's full check and an onnxruntime
+    load; external data is kept, and read relative to the model file (not the working directory), only from
+    regular files inside the model's folder (onnx_ops.lowering.validate.check_external_data, for every tensor anywhere
+    in the model). Into the same folder, every reference to the input's data files is kept. Into another folder, the
+    external tensors are copied into one new file `<dst name>.data` beside `dst` (a name the project chooses,
+    never the model), staged and checked with the model before either replaces anything. `dst` and that file may
+    not be a file the input reads. A refusal never shows values read from external data. An
+    onnxruntime training or eval graph also gets prepare_artifacts's repairs (training.repair.repair_for_lowering:
+    MaxPoolGrad with symbolic dims, eval BatchNorm), listed in the report's `repairs`. Raises only DescError
+    subclasses (FileError for the file system)."""
+    check_providers(providers)
+    return lower_model_file(lower, src, dst, providers, semantics, calibration)
 
 
 def _holds_resize_grad(model: onnx.ModelProto) -> bool:

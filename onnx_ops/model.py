@@ -1,6 +1,6 @@
 """ONNX models as this package makes them: the stamp (the opset constants, named here and nowhere else) and the
 gradient graph's signature. The modules that build, lower and check models build on this one; it imports none of
-them (the walk over subgraphs is onnx_ops.graph_walk, re-exported here for older callers)."""
+them (the walk over subgraphs is onnx_ops.lowering.walk, re-exported here for older callers)."""
 from __future__ import annotations
 
 import onnx
@@ -8,12 +8,12 @@ from onnx import helper
 
 from dml_desc.canonical import Resampling
 
-from .graph_walk import graphs, subgraphs  # noqa: F401 (re-exported: onnx_ops.graph_walk is the one walk)
+from .lowering.walk import graphs, subgraphs  # noqa: F401 (re-exported: onnx_ops.lowering.walk is the one walk)
 
 # Models built from scratch are stamped explicitly, whatever onnx is installed (onnx 1.18+ would stamp IR 11+):
 OPSET = 19          # Resize-19; onnxruntime-training 1.19.2 loads ai.onnx <= TRAINING_MAX_OPSET
 IR_VERSION = 9      # onnxruntime-training 1.19.2 loads IR <= TRAINING_MAX_IR
-# onnxruntime-training 1.19.2 loads models up to these versions (onnx_ops.training_repair restamps down to them)
+# onnxruntime-training 1.19.2 loads models up to these versions (onnx_ops.training.repair restamps down to them)
 TRAINING_MAX_IR = 10
 TRAINING_MAX_OPSET = 21
 # The ai.onnx opset `lower` adds to a model that imports none (a bare com.microsoft graph) and reads such a model

@@ -285,7 +285,7 @@ def test_onednn_forward_transposed():
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_sizes_forward_with_empty_scales_on_the_dynamic_path(dtype):
     """Found by the merged suite's adjoint section (seed 0): a forward given by sizes leaves ResizeGrad's scales
-    empty; the shape-generic forms (onnx_ops.generic_forms) read scales[pos] of the empty list (IndexError).
+    empty; the shape-generic forms (onnx_ops.lowering.generic_forms) read scales[pos] of the empty list (IndexError).
     Minimal: opset 12, X [3, 3, 1] -> sizes [1, 1, 4], linear asymmetric."""
     cfg = Config(12, [3, 3, 1], {"mode": "linear", "coordinate_transformation_mode": "asymmetric"},
                  sizes=[1, 1, 4], dtype=dtype)

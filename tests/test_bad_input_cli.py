@@ -150,7 +150,8 @@ def test_a_bad_budget_environment_value_is_one_line(value, tmp_path):
     import sys
     env = {"DML_DESC_MAX_AXIS": value}
     assert _dml_desc("--version", env=env).returncode == 0
-    desc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "torch_interpolate.json")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    desc = os.path.join(root, "examples", "torch_interpolate.json")
     proc = _dml_desc("build", desc, "-o", str(tmp_path / "m.onnx"), env=env)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "DML_DESC_MAX_AXIS" in proc.stderr
     assert "\x1b" not in proc.stderr
@@ -165,7 +166,8 @@ def test_ctrl_c_is_one_line_and_exit_130():
     import subprocess
     import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; from dml_desc.cli import main; import dml_desc.conventions; "
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from dml_desc.cli import main; "
+                             "import dml_desc.conventions; "
                              "print('ready', flush=True); sys.exit(main(['convert', '-', '--from', 'dml', "
                              "'--to', 'onnx']))"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root})

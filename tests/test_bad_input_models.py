@@ -48,7 +48,7 @@ def test_valid_float64_identity_gradient_lowers(tmp_path):
     pytest.importorskip("onnxruntime", reason="the lowered model is run on onnxruntime")
     import onnxruntime as ort
     from onnx_ops.lower import lower
-    from onnx_ops.validate import check_written
+    from onnx_ops.lowering.validate import check_written
     model = resize_grad_model(elem=11, dy_elem=11, dy=[1, 1, 4, 4], scales=[1, 1, 1, 1], graph_outputs=["dX"])
     lowered, report = lower(model, semantics=INSTALLED)
     check_written(lowered)
@@ -76,7 +76,7 @@ def test_external_scales_resolve_next_to_the_model_not_the_working_directory(tmp
 
 def test_a_written_models_failure_is_excused_only_when_it_is_the_inputs_in_full():
     from onnx import TensorProto, helper
-    from onnx_ops.validate import checker_problem, check_written
+    from onnx_ops.lowering.validate import checker_problem, check_written
 
     def broken(op):           # two inputs where one is allowed: the same first checker line for Relu and Neg
         g = helper.make_graph([helper.make_node(op, ["a", "b"], ["y"], name="n")], "g",

@@ -348,9 +348,9 @@ def test_build_gradient_checks_its_tolerance_even_when_lowered():
     from onnx_ops.build import build_gradient, build_resize
     res, _ = conventions.load("torch", {"input_shape": [1, 1, 4, 4], "mode": "bilinear", "size": [8, 8]})
     for tolerance in (math.nan, math.inf, -0.1, 1, True, "0.1"):
-        for build in (lambda: build_gradient(res, tolerance=tolerance, lowered=True, semantics="ort-1.19"),
-                      lambda: build_gradient(res, tolerance=tolerance, semantics="ort-1.19"),
-                      lambda: build_resize(res, tolerance=tolerance, semantics="ort-1.19")):
+        for build in (lambda t=tolerance: build_gradient(res, tolerance=t, lowered=True, semantics="ort-1.19"),
+                      lambda t=tolerance: build_gradient(res, tolerance=t, semantics="ort-1.19"),
+                      lambda t=tolerance: build_resize(res, tolerance=t, semantics="ort-1.19")):
             with pytest.raises(DescError, match=r"^tolerance=.*: must be a number in \[0, 1\)"):
                 build()
 

@@ -193,8 +193,8 @@ def test_without_a_cache_the_static_choice_is_the_cost_models_on_any_machine(tmp
     monkeypatch.setenv("DML_DESC_CALIBRATION", str(path))
     plain = lower(m, semantics=INSTALLED).model.SerializeToString()
     assert plain == lower(m, calibration={}, semantics=INSTALLED).model.SerializeToString()
-    import onnx_ops.calibrate as calibrate
-    monkeypatch.setattr(calibrate, "cpu_model", lambda: "some other CPU")                 # another machine
+    import onnx_ops.lowering.calibration as calibration      # the cache and its machine key
+    monkeypatch.setattr(calibration, "cpu_model", lambda: "some other CPU")               # another machine
     assert lower(m, semantics=INSTALLED).model.SerializeToString() == plain
     # its entry is not there
     assert lower(m, calibration=str(path), semantics=INSTALLED).model.SerializeToString() == plain

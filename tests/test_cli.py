@@ -129,7 +129,8 @@ def test_every_example_converts_and_builds(tmp_path, capsys):
                      "onnx_resizegrad", "tf_resize", "torch_interpolate"]
     for name in names:
         fmt, path = name.split("_")[0], str(EXAMPLES / f"{name}.json")
-        code, out, err = dml_desc_main(capsys, "convert", "--from", fmt, "--to", "dml" if fmt != "dml" else "onnx", path)
+        to = "dml" if fmt != "dml" else "onnx"
+        code, out, err = dml_desc_main(capsys, "convert", "--from", fmt, "--to", to, path)
         assert code == 0 and json.loads(out), (name, err)
         code, out, err = dml_desc_main(capsys, "build", path, "-o", str(tmp_path / f"{name}.onnx"), "--lowered")
         assert code == 0 and out.startswith(f"wrote {tmp_path / name}.onnx: "), (name, out, err)

@@ -70,7 +70,8 @@ def test_nchw_to_tf_and_tf_to_torch_take_a_layout(capsys):
     code, _, err = run(capsys, "convert", "--from", "tf", "--to", "torch", EXAMPLES / "tf_resize.json")
     assert code == 2 and "--layout NCHW moves the channel axis" in err
     tf_in = json.loads((EXAMPLES / "tf_resize.json").read_text())
-    code, out, _ = run(capsys, "convert", "--from", "tf", "--to", "torch", "--layout", "NCHW", EXAMPLES / "tf_resize.json")
+    code, out, _ = run(capsys, "convert", "--from", "tf", "--to", "torch", "--layout", "NCHW",
+                       EXAMPLES / "tf_resize.json")
     torch_obj = json.loads(out)
     n, h, w, c = tf_in["input_shape"]
     assert code == 0 and torch_obj["input_shape"] == [n, c, h, w] and torch_obj["size"] == tf_in["size"]
@@ -129,7 +130,8 @@ def test_a_float64_npy_for_an_f32_description_gets_a_note(capsys, tmp_path):
 def test_every_torch_message_and_the_readme_say_the_same_install():
     """One way to install torch (the CPU wheel), in the README and in every message that asks for it."""
     assert TORCH_INSTALL in (ROOT / "README.md").read_text(encoding="utf-8")
-    for path in ("conformance/run_command.py", "conformance/backends/builtin.py", "onnx_ops/run.py", "bench/resize_grad_bench.py"):
+    for path in ("conformance/run_command.py", "conformance/backends/builtin.py", "onnx_ops/run.py",
+                 "bench/resize_grad_bench.py"):
         text = (ROOT / path).read_text(encoding="utf-8")
         assert "TORCH_INSTALL" in text and "pip install torch==" not in text, path
 

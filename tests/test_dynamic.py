@@ -1,5 +1,5 @@
 """Lowering with shapes or scales known only at run time: symbolic batch / channels keep the static forms,
-symbolic resized dims and run-time scales take the in-graph path (onnx_ops.dynamic); every opset, functions,
+symbolic resized dims and run-time scales take the in-graph path (onnx_ops.lowering.dynamic); every opset, functions,
 subgraphs, node names, determinism and bad input (the band form: test_dynamic_band.py). Real onnxruntime
 sessions, onnx's checker."""
 import os
@@ -134,7 +134,8 @@ def run_dynamic_case(attrs, rank, by, scales, roi, shapes, threads=0):
     return results
 
 
-@settings(max_examples=int(os.environ.get("H9A_EXAMPLES", 70)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("H9A_EXAMPLES", 70)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(dynamic_cases())
 def test_dynamic_path_is_the_reference_gradient(case):
     attrs = case[0]

@@ -167,7 +167,8 @@ def test_the_docs_show_what_the_command_prints(tmp_path, capsys, monkeypatch):
     drawn = tmp_path / "explain-align-corners.svg"
     monkeypatch.chdir(tmp_path)
     assert run(capsys, "explain", "ac.json", "--vs", "half_pixel", "--svg", drawn.name)[0] == 0
-    assert drawn.read_text(encoding="utf-8") == (ROOT / "docs" / "explain-align-corners.svg").read_text(encoding="utf-8")
+    want = (ROOT / "docs" / "explain-align-corners.svg").read_text(encoding="utf-8")
+    assert drawn.read_text(encoding="utf-8") == want
 
 
 def test_axes_whose_taps_copy_are_named_once(capsys):

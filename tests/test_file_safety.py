@@ -108,7 +108,7 @@ def test_the_output_may_not_be_a_file_the_input_reads(tmp_path):
 
 
 def test_an_absolute_location_is_never_written(tmp_path):
-    from onnx_ops.validate import save_atomic
+    from onnx_ops.lowering.validate import save_atomic
     model = onnx.load(str(external_model(tmp_path / "in")), load_external_data=False)
     for e in model.graph.initializer[0].external_data:
         if e.key == "location":
@@ -314,7 +314,7 @@ def test_cli_refuses_dev_zero_and_an_endless_stdin_quickly():
 
 
 def test_a_model_past_two_gigabytes_is_refused_before_reading(tmp_path):
-    from onnx_ops.validate import load_model
+    from onnx_ops.lowering.validate import load_model
     big = tmp_path / "big.onnx"
     with open(big, "wb") as f:
         f.truncate(3 * 2 ** 30)                # sparse: no disk used

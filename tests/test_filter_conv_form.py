@@ -10,7 +10,7 @@ from conformance.resize_oracle import forward_transposed
 from dml_desc.conventions.onnx import OnnxResize, installed_semantics, to_canonical
 from onnx_ops import build_resize_grad, lower, run_model
 from onnx_ops.forms import filter_conv, signature
-from onnx_ops.generic_forms import FAMILY, proven_axis_form, proven_same, resize_grad_taps
+from onnx_ops.lowering.generic_forms import FAMILY, proven_axis_form, proven_same, resize_grad_taps
 from onnx_ops.model import OPSET
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
@@ -193,7 +193,7 @@ def test_static_form_with_a_run_time_channel_count_views_one_channel():
     """C known only at run time (N and C symbolic, the spatial dims static): the Convs run on [-1, 1, H, W]."""
     r = _spec(LINEAR, (2, 3, 10, 14), (2, 2), 17)
     model = _model(r, run_time=(0, 1))
-    from onnx_ops.planning import graph_info
+    from onnx_ops.lowering.plan import graph_info
     read = graph_info(model, INSTALLED).read(model.graph.node[0])      # the map as lower() reads it: N, C run time
     lowered, report = lower(model, semantics=INSTALLED,
                             calibration={signature(read[1], 17, np.float32): filter_conv.NAME})

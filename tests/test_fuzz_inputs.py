@@ -98,7 +98,7 @@ def test_mutated_inputs_give_a_result_or_a_desc_error(fmt, data, value):
     loaded = load_mutated(SEEDS[fmt], fmt, data, value, conventions.load)
     if loaded is not None:             # what loads also converts (or is refused by name) to every format
         for dst in conventions.FORMATS:
-            own_error_or_result(lambda: conventions.dump(dst, *loaded, semantics=INSTALLED))
+            own_error_or_result(lambda dst=dst: conventions.dump(dst, *loaded, semantics=INSTALLED))
 
 
 @budget(150)
@@ -108,7 +108,7 @@ def test_mutated_deconv_documents_round_trip_or_refuse(fmt, data, value):
     if loaded is None:
         return
     for dst in ("onednn", "dml", "onnx"):        # what we write, our own loader reads back as the same spec
-        out = own_error_or_result(lambda: deconv.write(dst, loaded).obj)
+        out = own_error_or_result(lambda dst=dst: deconv.write(dst, loaded).obj)
         if out is not None:
             assert deconv.read(dst, out).canonical == loaded.canonical
 
@@ -221,7 +221,7 @@ def resize_grad_specs(draw):
 def test_lowering_writes_only_valid_models(spec):
     pytest.importorskip("onnxruntime", reason="the written model is checked by loading it in onnxruntime")
     from onnx_ops.lower import lower
-    from onnx_ops.validate import check_written
+    from onnx_ops.lowering.validate import check_written
     from tests.fuzz.atheris_loaders import resize_grad_spec_model
     model = resize_grad_spec_model(spec)
     lowered = own_error_or_result(lambda: lower(model, semantics=INSTALLED))
@@ -240,7 +240,7 @@ def _small_model_bytes() -> bytes:
 def test_corrupted_model_files_give_own_errors(data):
     """Truncated or bit-flipped model bytes (the flips and the cut drawn from `data`)."""
     from onnx_ops.lower import lower
-    from onnx_ops.validate import parse_model
+    from onnx_ops.lowering.validate import parse_model
     corrupt = bytearray(_SMALL)
     if data:
         for i, b in enumerate(data[:8]):

@@ -1,5 +1,5 @@
-"""Shape-generic forms (onnx_ops.generic_forms): constant integer scales with symbolic dims lower to one graph for
-every length. Oracles: dml_desc's reference gradient, the form's own matrix against the shared taps on lengths
+"""Shape-generic forms (onnx_ops.lowering.generic_forms): constant integer scales with symbolic dims lower to one graph
+for every length. Oracles: dml_desc's reference gradient, the form's own matrix against the shared taps on lengths
 outside the proof family, and onnxruntime's forward Resize (the adjoint identity <Resize(x), dY> = <x, dX>).
 Real onnxruntime sessions and onnx's checker; bitwise determinism across thread counts."""
 import numpy as np
@@ -12,7 +12,7 @@ from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from dml_desc.conventions.onnx import installed_semantics
 from onnx_ops import lower
 from onnx_ops.forms.filter_conv import emitted
-from onnx_ops.generic_forms import FAMILY, proven_axis_form, proven_same, resize_grad_taps
+from onnx_ops.lowering.generic_forms import FAMILY, proven_axis_form, proven_same, resize_grad_taps
 from onnx_ops.model import graphs
 from onnx_ops.run import session
 from tests.helpers_dynamic import GENERAL_PATH_OPS

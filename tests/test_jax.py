@@ -10,7 +10,7 @@ from dml_desc.conventions.jax import METHODS, JaxResize, to_canonical
 from dml_desc.errors import DescError
 
 pytestmark = pytest.mark.tfjax
-jax = pytest.importorskip("jax", reason="jax is not installed (the `jax` extra)")
+pytest.importorskip("jax", reason="jax is not installed (the `jax` extra)")
 import jax.image  # noqa: E402
 TOL = 2e-5
 

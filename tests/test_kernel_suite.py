@@ -161,7 +161,8 @@ def test_the_diagnosis_names_the_porting_bug_in_the_kernels_terms():
 
     def flipped(dy, description):
         call = dict(description, align_corners=not description.get("align_corners", False))
-        return resize_grad(np.asarray(dy, np.float64), torch_conv.to_canonical(torch_conv.TorchInterpolate.from_json(call)))
+        res = torch_conv.to_canonical(torch_conv.TorchInterpolate.from_json(call))
+        return resize_grad(np.asarray(dy, np.float64), res)
     flipped.convention = "torch"
     (record,) = verdicts(flipped, catalog("cross:bilinear_x2_half_pixel"))
     assert record.status == "fail" and record.diagnosis.startswith("matches align_corners=True on axes 2, 3"), record

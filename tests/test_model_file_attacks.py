@@ -242,7 +242,7 @@ def test_a_refused_output_leaves_no_data_file(tmp_path):
 
 
 def test_save_atomic_writes_data_files_only_after_the_model_passes_its_checks(tmp_path):
-    from onnx_ops.validate import save_atomic
+    from onnx_ops.lowering.validate import save_atomic
     model = onnx.load(str(external_model(tmp_path / "in")), load_external_data=False)
     model.graph.node[0].input[1] = "nowhere"            # onnx's checker refuses an input nothing produces
     out = tmp_path / "out"
@@ -267,7 +267,7 @@ def test_scales_read_from_a_file_beside_the_model_are_not_echoed(tmp_path):
     for v in np.frombuffer(notes[:16], "<f4").astype(float):
         shown = {repr(v), str(v), f"{v:g}", f"{v:.6g}", f"{v:.9g}", f"{v:e}"}
         shown |= {str(int(v)), f"{int(v):,}"} if np.isfinite(v) and abs(v) >= 1 else set()
-        assert not any(text in message for text in shown), (text, message)
+        assert not any(text in message for text in shown), (shown, message)
     assert not re.search(r"\d{4,}", message), message
 
 
@@ -316,7 +316,7 @@ def test_write_with_names_a_file_in_a_private_folder(tmp_path):
 
 def test_load_model_reads_every_external_tensor_itself(tmp_path):
     """onnx's loader skips a Constant's sparse_value; the project's reads it, from the model's folder."""
-    from onnx_ops.validate import load_model
+    from onnx_ops.lowering.validate import load_model
     path = external_model(tmp_path / "in")                           # m.data: the scales 1, 1, 2, 2
     rewrite(path, lambda m: _sparse_value(m, "m.data"))
     model = load_model(str(path), load_external_data=True)

@@ -44,8 +44,9 @@ def _problems():
         out.append((ins, outs, int(rng.integers(1, 5)), ("NCX", "NXC")[i % 2], ("nearest", "linear")[i // 2 % 2]))
     for fmt in ("NCX", "NXC"):
         for ch in (1, 3):
-            out += [([2, 2], [3, 3], ch, fmt, "nearest"), ([7], [6], ch, fmt, "nearest"), ([5], [4], ch, fmt, "nearest"),
-                    ([28], [2], ch, fmt, "nearest"), ([5, 7], [4, 6], ch, fmt, "linear")]
+            out += [([2, 2], [3, 3], ch, fmt, "nearest"), ([7], [6], ch, fmt, "nearest"),
+                    ([5], [4], ch, fmt, "nearest"), ([28], [2], ch, fmt, "nearest"),
+                    ([5, 7], [4, 6], ch, fmt, "linear")]
     out += [([9464], [10236], 2, "NCX", "nearest"), ([7919], [5000], 2, "NCX", "nearest"),
             ([9464], [10236], 1, "NXC", "nearest"), ([3000], [7001], 2, "NXC", "linear"),
             ([9464], [10236], 1, "NCX", "linear")]
@@ -233,7 +234,7 @@ def _written_documents():
                     docs.append(conventions.dump("onednn", res, backward, use_scales=scales)[0])
                 except ConversionError:
                     pass
-    for _, spec, fmt, wfmt in CASES:
+    for _, spec, fmt, _wfmt in CASES:
         for f in ("NCX", "NXC"):
             for w in ("IOX", "XOI"):
                 docs.append(deconv.to_onednn(spec, f, w, "bf16" if f == fmt else "f32"))
@@ -242,7 +243,7 @@ def _written_documents():
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
         reading = deconv.read("onednn", doc)
-        spec, layout, notes = reading.canonical, reading.layout, reading.notes
+        notes = reading.notes
         assert notes and "read as" in notes[-1]
         docs.append(deconv.write("onednn", reading).obj)
     return docs

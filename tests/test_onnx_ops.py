@@ -33,7 +33,8 @@ def test_lowered_grad_is_the_transpose_of_ort_resize(case):
     # keep_aspect_ratio_policy without sizes (the gradient builder drops them) now lowers, the scale recovered
     # from X's and dY's shapes (issue 25); only a shape pair two scales explain is refused, by name
     try:
-        lowered = lower(build_resize_grad(r), semantics=INSTALLED).model      # the node read back (build --lowered: test_one_lowering)
+        # the node read back (build --lowered: test_one_lowering)
+        lowered = lower(build_resize_grad(r), semantics=INSTALLED).model
     except DescError as e:
         assert r.attr("keep_aspect_ratio_policy", "stretch") != "stretch" and "two scales" in str(e), e
         return

@@ -155,11 +155,13 @@ def test_exclude_outside_refused_on_the_dynamic_path():
     lower = pytest.importorskip("onnx_ops.lower")
     grad = helper.make_node("ResizeGrad", ["dY", "X", "", "scales"], ["dX"], domain="com.microsoft", mode="linear",
                             exclude_outside=1)
-    graph = helper.make_graph([grad], "g", [helper.make_tensor_value_info("dY", TensorProto.FLOAT, ["N", 1, "H2", "W2"]),
-                                            helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1, "H", "W"])],
+    graph = helper.make_graph([grad], "g",
+                              [helper.make_tensor_value_info("dY", TensorProto.FLOAT, ["N", 1, "H2", "W2"]),
+                               helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 1, "H", "W"])],
                               [helper.make_tensor_value_info("dX", TensorProto.FLOAT, None)],
                               [helper.make_tensor("scales", TensorProto.FLOAT, [4], [1, 1, 2, 2])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid("com.microsoft", 1)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19),
+                                                    helper.make_opsetid("com.microsoft", 1)])
     with pytest.raises(DescError, match="exclude_outside"):
         lower.lower(model, semantics="ort-1.27")
 

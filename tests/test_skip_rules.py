@@ -34,7 +34,8 @@ def test_refuses_opset_matches_onnxruntimes_refusal_of_that_opset_only():
     ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
     future = 99                                  # far beyond every released ai.onnx opset
     graph = helper.make_graph([helper.make_node("Identity", ["X"], ["Y"])], "g",
-                              [helper.make_tensor_value_info("X", 1, [1])], [helper.make_tensor_value_info("Y", 1, [1])])
+                              [helper.make_tensor_value_info("X", 1, [1])],
+                              [helper.make_tensor_value_info("Y", 1, [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", future)], ir_version=10)
     with pytest.raises(Exception) as info:
         ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -13,7 +13,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from dml_desc.errors import DescError
-from onnx_ops import training_input
+from onnx_ops.training import inputs as training_input
 
 TRAINING = find_spec("onnxruntime") is not None and find_spec("onnxruntime.training") is not None
 needs_training = pytest.mark.skipif(not TRAINING, reason="onnxruntime.training is not installed: only the training "
@@ -31,7 +31,7 @@ needs_exporter = pytest.mark.skipif(find_spec("onnxscript") is None,
 def test_the_coverage_table_is_what_the_layers_do_and_each_trains_as_torch():
     """Export, classify, train every layer one step against torch autograd (training_coverage.train_row asserts),
     and compare with the table in docs/training.md."""
-    from onnx_ops import training_coverage
+    from onnx_ops.training import coverage as training_coverage
     start = time.perf_counter()
     results = training_coverage.survey(train=True)
     seconds = time.perf_counter() - start
@@ -39,12 +39,12 @@ def test_the_coverage_table_is_what_the_layers_do_and_each_trains_as_torch():
     changed = [line for line in difflib.unified_diff(documented.splitlines(), found.splitlines(), lineterm="", n=0)
                if line[:1] in "+-" and line[:3] not in ("+++", "---")]
     assert found == documented, "docs/training.md's coverage table is out of date: run `python -m " \
-        "onnx_ops.training_coverage --write`; documented (-) and found (+):\n" + "\n".join(changed)
+        "onnx_ops.training.coverage --write`; documented (-) and found (+):\n" + "\n".join(changed)
     refused = [r for r in results if r["refused"]]
     assert {r["layer"] for r in refused} == {"AvgPool2d (ceil_mode=True)", "AdaptiveMaxPool2d(1)",
                                              "grid_sample nearest (flow field)", "grid_sample bicubic (flow field)"}
     for r in refused:              # the torch module, by its path and class, and what to do
-        assert f"torch module rows." in r["refused"] and f"({r['class']}, aten." in r["refused"], r
+        assert "torch module rows." in r["refused"] and f"({r['class']}, aten." in r["refused"], r
         assert any(w in r["refused"] for w in ("use ", "frozen_params", "export with static shapes")), r
     print(f"coverage survey with training: {seconds:.1f} s")
 

@@ -20,7 +20,8 @@ from torch.nn import functional as F  # noqa: E402
 
 from dml_desc.errors import DescError  # noqa: E402
 from dml_desc.conventions.onnx import installed_semantics  # noqa: E402
-from onnx_ops import training, training_input  # noqa: E402
+from onnx_ops import training  # noqa: E402
+from onnx_ops.training import inputs as training_input  # noqa: E402
 from onnx_ops.training import generate_cpu_artifacts  # noqa: E402
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run

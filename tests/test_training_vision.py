@@ -129,7 +129,8 @@ def central_differences(folder, x, net, count=3, h=1e-5):
 LAYERS = {   # name: (layer, channels in, channels out, spatial dims)
     "conv_transpose2d": (lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
                          4, 6, 2),
-    "conv_transpose1d": (lambda: nn.ConvTranspose1d(4, 3, 5, stride=3, padding=2, output_padding=2, dilation=2), 4, 3, 1),
+    "conv_transpose1d": (lambda: nn.ConvTranspose1d(4, 3, 5, stride=3, padding=2, output_padding=2, dilation=2),
+                         4, 3, 1),
     "conv_transpose3d": (lambda: nn.ConvTranspose3d(4, 2, 3, stride=2, padding=1, output_padding=1), 4, 2, 3),
     "group_norm": (lambda: nn.GroupNorm(2, 4, eps=2 ** -16), 4, 4, 2),      # ONNX's epsilon is a float32
     "instance_norm": (lambda: nn.InstanceNorm2d(4, eps=2 ** -16, affine=True), 4, 4, 2),

@@ -10,6 +10,9 @@ import numpy as np
 
 from .draw import MAX_OUT, SUITE_DTYPE_OF, Config, draw, draw_onednn, draw_torch
 
+# Tolerance of an adjoint gradient, relative to the gradient's scale (paths.error), per suite dtype; J is float32
+ADJOINT_TOL = {"f32": 2e-5, "f64": 2e-5, "f16": 4e-3}
+
 
 @dataclass
 class AdjointCase:
@@ -28,7 +31,6 @@ class AdjointCase:
         """How any backend's dX of this case is judged: within ADJOINT_TOL of the gradient's scale (max |dY| times
         max |J^T dY|, at least 1), as the section judges the project's paths (J itself is float32)."""
         from ..judges import within
-        from .paths import ADJOINT_TOL
         scale = max(1.0, float(np.max(np.abs(self.dy), initial=0)) * max(1.0, float(np.max(np.abs(expected),
                                                                                           initial=0))))
         return within(ADJOINT_TOL[self.dtype] * scale)

@@ -7,10 +7,8 @@ from typing import Optional
 import numpy as np
 
 from .draw import Config
-from .oracles import AdjointCase, canonical, forward_model
+from .oracles import ADJOINT_TOL, AdjointCase, canonical, forward_model
 
-# Tolerance of an adjoint gradient, relative to the gradient's scale (see `error`), per suite dtype; J is float32
-ADJOINT_TOL = {"f32": 2e-5, "f64": 2e-5, "f16": 4e-3}
 PATHS = ("static", "dynamic", "reference")
 
 

@@ -49,10 +49,9 @@ def _simpler(cfg: Config) -> Iterator[Config]:
                 c = copy.deepcopy(cfg)
                 c.sizes[i] = s - 1
                 yield c
-    for name, simple in (("antialias", None), ("exclude_outside", None), ("extrapolation_value", None),
-                         ("keep_aspect_ratio_policy", None), ("cubic_coeff_a", None), ("nearest_mode", None),
-                         ("axes", None)):
-        if name in cfg.attrs and name != "axes":
+    for name in ("antialias", "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "cubic_coeff_a",
+                 "nearest_mode"):
+        if name in cfg.attrs:
             c = copy.deepcopy(cfg)
             del c.attrs[name]
             yield c
@@ -106,7 +105,7 @@ def run(n: int, seed: int, paths=PATHS, verbose: bool = False) -> list:
             if msg is None or (msg.startswith("refused") and case.res is None and path == "reference"):
                 continue
             kind = msg.split(":")[0]
-            small = shrink(case, lambda c: (judge(c, path) or "").split(":")[0] == kind)
+            small = shrink(case, lambda c, path=path, kind=kind: (judge(c, path) or "").split(":")[0] == kind)
             failures.append((small, path, judge(small, path)))
             if verbose:
                 print(path, judge(small, path), description(small, path).replace("\n", " "))

@@ -121,7 +121,7 @@ def _loaded(obj, name: str, flag: str = "--backend"):
             obj = obj()
         except Exception as e:      # the user's constructor: one line naming it
             raise DescError(flag, name, f"constructing {obj.__name__}() raised {type(e).__name__}: {e}") from None
-    if hasattr(obj, "run") and hasattr(obj, "convention") and not callable(getattr(obj, "__call__", None)):
+    if hasattr(obj, "run") and hasattr(obj, "convention") and not callable(obj):
         if getattr(obj, "name", Backend.name) == Backend.name:
             obj.name = name
         return obj

@@ -332,7 +332,7 @@ def _load(header: dict) -> tuple:
     try:
         backend = resolve(spec, header.get("semantics"), header.get("flag", "--backend"))
         return backend, declared(backend, spec), None
-    except BaseException as e:              # noqa: BLE001: SystemExit and KeyboardInterrupt too, on one line
+    except BaseException as e:              # noqa: BLE001 (SystemExit and KeyboardInterrupt too, on one line)
         message = str(e) if isinstance(e, DescError) else \
             f"{header.get('flag', '--backend')}={spec!r}: loading it raised {type(e).__name__}: {e}"
         return None, {"error": _error(e, message)}, None
@@ -362,7 +362,7 @@ def _supports(backend, header: dict) -> dict:
     try:
         reason = backend.supports(header["description"], header["dtype"])
         return {"reason": str(reason) if reason else None}
-    except BaseException as e:              # noqa: BLE001: the case's verdict, whatever was raised
+    except BaseException as e:              # noqa: BLE001 (the case's verdict, whatever was raised)
         return {"error": _error(e, str(e))}
 
 
@@ -374,7 +374,7 @@ def _run(backend, header: dict, dy) -> tuple:
         if out.dtype.kind not in "fiu" and out.dtype.name != "bfloat16":
             raise TypeError(f"returned {type(out).__name__} of {out.dtype}: dX must be an array of numbers")
         return {"ok": True}, out
-    except BaseException as e:              # noqa: BLE001: the case's verdict, whatever was raised
+    except BaseException as e:              # noqa: BLE001 (the case's verdict, whatever was raised)
         return {"error": _error(e, str(e))}, None
 
 

@@ -4,6 +4,7 @@ from the sample x = (o + 0.5 - t) / scale - 0.5, stretched by 1/scale when antia
 input dropped and the rest normalised, and a sample outside every input pixel writes 0."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -21,8 +22,8 @@ NOT_INTERPOLATING = (Mode.GAUSSIAN, Mode.MITCHELLCUBIC)
 
 def scale_translate_axis(n_in: int, n_out: int, inv_scale: float, translation: float, mode: Mode) -> AxisMap:
     """One axis: x = (o + 0.5 - t) * inv_scale - 0.5 with the runtime's float32 inv_scale (1 / scale), and samples
-    outside [-0.5, in - 0.5] zero where there are any (a translation, or more outputs than scale * in). A scale-1 axis of a non-interpolating filter keeps
-    explicit coordinates (it is filtered, not copied)."""
+    outside [-0.5, in - 0.5] zero where there are any (a translation, or more outputs than scale * in). A scale-1
+    axis of a non-interpolating filter keeps explicit coordinates (it is filtered, not copied)."""
     from ..weights import coordinates
     inv = float(np.float32(inv_scale))
     ax = AxisMap(n_in, n_out, 1 / Fraction(inv), 0.5, float(np.float32(translation)) - 0.5)
@@ -34,7 +35,7 @@ def scale_translate_axis(n_in: int, n_out: int, inv_scale: float, translation: f
     return ax
 
 
-def filtered(axes, mode: Mode, antialias: bool) -> Resampling:
+def filtered(axes: Sequence[AxisMap], mode: Mode, antialias: bool) -> Resampling:
     """The map: `mode`'s kernel (Keys a = -0.5 for cubic), normalised over the taps inside the input."""
     return Resampling(tuple(axes), mode, cubic_coeff_a=-0.5, exclude_outside=True, antialias=bool(antialias))
 

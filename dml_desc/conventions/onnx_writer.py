@@ -1,5 +1,5 @@
 """Canonical -> ONNX Resize / com.microsoft ResizeGrad: the first spelling whose map is exactly the source's under
-the given semantics (the reader, `onnx.py`, judges each candidate). `onnx.from_canonical` is this function."""
+the given semantics (the reader, `onnx_reader.py`, judges each candidate). `onnx.from_canonical` is this function."""
 from __future__ import annotations
 
 import math
@@ -11,12 +11,12 @@ import numpy as np
 from ..canonical import INTERPOLATION_MODES, Mode, Resampling, Rounding
 from ..errors import DescError
 from .common import first_exact, probe_head, refuse
-from .onnx import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_canonical
+from .onnx_reader import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_canonical
 from .onnx_semantics import check_semantics
 
 
-def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "Resize", semantics: Optional[str] = None,
-                   tolerance: float = 0.0, closest: bool = True) -> tuple:
+def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "Resize",
+                   semantics: Optional[str] = None, tolerance: float = 0.0, closest: bool = True) -> tuple:
     """The first ONNX spelling whose map equals `res` under `semantics` (required, one of SEMANTICS):
     exact parameters first, then equal weights (float32 scales a few ulps from out/in included: a runtime that
     multiplies by in/out, as torch does, rounds coordinates like one of them); with `tolerance` > 0 the closest

@@ -17,12 +17,12 @@ class Reading:
     """
     canonical: object
     backward: bool
-    notes: tuple = ()
-    layout: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    layout: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Writing:
     """A description written in a convention's JSON form, and the notes (e.g. equal only for these shapes)."""
-    obj: dict
-    notes: tuple = ()
+    obj: dict[str, object]
+    notes: tuple[str, ...] = ()

@@ -28,6 +28,17 @@ from .kron import CHUNK, KronForm, emit_kron, kron_form
 from .registry import FORMS, REGISTRY, RENAMED, Form, Gradient, candidates, choose, contract, signature
 from .resize import emit_resize, find_resize, resize_candidates, taps_close
 
-__all__ = [name for name in dir() if not name.startswith("_") and name not in (
-    "axis", "bands", "block", "conv_transpose", "cost", "deconv", "emitter", "filter_conv", "kron", "registry",
-    "resize")]
+__all__ = [
+    "axis_deconv", "axis_options", "AxisDeconv", "AxisForm", "AxisPlan", "Band", "band", "BAND_CHECK_ROWS",
+    "band_cost", "band_dense", "band_taps", "block_factors", "build_bridge_model", "candidates", "cast_wrapped",
+    "choose", "CHUNK", "combined", "contract", "conv_cost", "conv_transpose_form", "conv_transpose_kernel",
+    "copy_cost", "deconv_form", "DENSE_MAX_COLS", "emit_axis", "emit_band", "emit_band_transposed",
+    "emit_block", "emit_conv", "emit_conv_transpose", "emit_deconv", "emit_filter_conv", "emit_kron",
+    "emit_plan", "emit_pool", "emit_resize", "Emitter", "filter_conv_form", "FilterConv", "find_resize", "Form",
+    "FORMS", "gather_cost", "gather_form_cost", "Gradient", "is_symbolic", "kron_cost", "kron_form", "KronForm",
+    "matmul_cost", "MAX_BAND_ENTRIES", "MAX_TILE", "MLAS_COLUMNS", "NS_PER_BLOCK", "NS_PER_BYTE", "NS_PER_GEMM",
+    "NS_PER_MAC", "NS_PER_NODE", "NS_PER_ROW", "NS_PER_TAP", "PIPELINE", "plan_axes", "pool_cost", "pool_form",
+    "POOL_MAX_OPSET", "POOL_WINDOW", "PoolForm", "PREFER_RESIZE", "REGISTRY", "RENAMED", "resize_candidates",
+    "resize_cost", "shared_band", "signature", "split_piles", "symbolic_dim", "SymbolicDim", "taps_close",
+    "transposes_cost",
+]

@@ -1,7 +1,7 @@
 """filter conv: an integer-factor linear or cubic gradient as a strided correlation per axis, spelled as one
 depthwise Conv with the outer-product kernel or one depthwise Conv per axis (separable). One spelling serves the
-static lowering (a registry form, checked at the node's lengths) and the shape-generic one (onnx_ops.generic_forms,
-proven for every length).
+static lowering (a registry form, checked at the node's lengths) and the shape-generic one
+(onnx_ops.lowering.generic_forms, proven for every length).
 
 Per axis, dX[i] = sum_j kernel[j] * P(dY)[f * i + j]: P pads dY by (pad_begin, pad_end) with zeros (the Conv's own
 `pads`, no copy), or mirrors its edge (a Pad or reversed Slices: a copy of dY). Two cheaper spellings of a mirror:
@@ -24,7 +24,7 @@ from dml_desc.weights import gradient_taps
 from .deconv import row_kernel
 from .emitter import Emitter, is_symbolic
 
-FILTER_FACTORS = (2, 4, 8)   # linear / cubic factors taken (float32 coordinates exact: onnx_ops.generic_forms)
+FILTER_FACTORS = (2, 4, 8)   # linear / cubic factors taken (float32 coordinates exact: onnx_ops.lowering.generic_forms)
 SEPARABLE_TAPS = 16   # above this many taps per output the separable conv beats the one Conv (docs/dynamic-forms.md)
 VARIANTS = ((False, 0), (True, 0), (False, 1), (False, 2), (False, 3))   # (symmetric, fold), in the order tried
 NAME = "filter-conv"

@@ -85,7 +85,7 @@ def run_one(target: str, payload: bytes) -> None:
     from dml_desc.errors import parse_json
     if target == "onnx-bytes":
         from onnx_ops.lower import lower
-        from onnx_ops.validate import check_written, parse_model
+        from onnx_ops.lowering.validate import check_written, parse_model
         lowered, report = lower(parse_model(payload), semantics=INSTALLED)
         if report:
             check_written(lowered)
@@ -109,7 +109,7 @@ def run_one(target: str, payload: bytes) -> None:
             deconv.read(dst, out)          # what we write, we read back
     else:
         from onnx_ops.lower import lower
-        from onnx_ops.validate import check_written
+        from onnx_ops.lowering.validate import check_written
         try:
             model = resize_grad_spec_model(obj)
         except DescError:

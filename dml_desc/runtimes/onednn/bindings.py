@@ -106,7 +106,7 @@ class Failed(Exception):
 class Context:
     """An opened library with its CPU engine and stream; `call` runs a C function and checks its status."""
 
-    def __init__(self, lib):
+    def __init__(self, lib: C.CDLL) -> None:
         self.lib = lib
         self.engine, self.stream = H(), H()
         self.call("dnnl_engine_create", C.byref(self.engine), CPU, 0)
@@ -114,7 +114,7 @@ class Context:
         isa = lib.dnnl_get_effective_cpu_isa()
         self.isa = ISAS.get(isa, hex(isa))          # the most capable ISA oneDNN may use here
 
-    def call(self, name: str, *args) -> None:
+    def call(self, name: str, *args: object) -> None:
         """lib.name(*args), or Failed with oneDNN's status name."""
         status = getattr(self.lib, name)(*args)
         if status != 0:

@@ -20,7 +20,7 @@ from onnx import TensorProto
 from dml_desc.errors import DescError, require
 from dml_desc.files import read_bounded, read_region, regular_target, write_atomic, write_files
 
-from .graph_walk import graphs
+from .walk import graphs
 
 FLOATS = {TensorProto.FLOAT16: "float16", TensorProto.FLOAT: "float", TensorProto.DOUBLE: "double"}
 ROI_TYPES = {**FLOATS, TensorProto.BFLOAT16: "bfloat16"}
@@ -153,7 +153,7 @@ def external_reference(where: str, tensor, folder: str) -> ExternalRef:
         text = info.get(key)
         require(text is None or (isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 19
                                  and int(text) <= MAX_OFFSET), f"{where}.{key}", text,
-                f"must be a non-negative integer below 2**63")
+                "must be a non-negative integer below 2**63")
         numbers[key] = int(text) if text is not None else None
     return ExternalRef(where, location, numbers["offset"] or 0, numbers["length"], path)
 
@@ -221,7 +221,7 @@ def check_resize_grad(node, types: dict, opset: int, consts=None) -> None:
     require(len(outs) == 1, f"{where}.outputs", outs, "ResizeGrad has exactly one output (dX)")
     require(bool(outs[0]), f"{where}.outputs", outs, "the output dX must have a name")
     dy, x = _elem(types, ins[0]), _elem(types, ins[1])
-    for role, name, elem in (("dY", ins[0], dy), ("X", ins[1], x)):
+    for role, elem in (("dY", dy), ("X", x)):
         if elem is not None:
             require(elem in FLOATS, f"{where}.{role}", _type_name(elem), "must be float16, float or double")
     if dy is not None and x is not None:

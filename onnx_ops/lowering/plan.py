@@ -1,7 +1,7 @@
 """What the lowering knows about a model before it rewrites anything: the graph facts (a `GraphInfo`: shapes,
 element types, constants, names in use), and, per ResizeGrad node, its reading: the static map (OnnxResize,
 Resampling, element type) when every resized length is known, else the plan of the dynamic path
-(onnx_ops.dynamic), with the ONNX reader's checks named after the node.
+(onnx_ops.lowering.dynamic), with the ONNX reader's checks named after the node.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from dml_desc.errors import DescError, is_number, require
 
 from . import dynamic
 from .dynamic import DynamicPlan
-from .forms import symbolic_dim
-from .graph_walk import graphs, model_names
-from .model import LOWERING_OPSET, resize_reader_opset
+from ..forms import symbolic_dim
+from .walk import graphs, model_names
+from ..model import LOWERING_OPSET, resize_reader_opset
 
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
 
@@ -54,7 +54,7 @@ def _constants(nodes) -> dict:
 class GraphInfo:
     """Shapes, element types and constant inputs of a model (or of one function body), and how it is lowered.
     Built whole by `graph_info` (a function body's by `for_function`) and never changed afterwards; `taken` is
-    the one shared set that fresh names are reserved in (onnx_ops.graph_walk.fresh_prefix)."""
+    the one shared set that fresh names are reserved in (onnx_ops.lowering.walk.fresh_prefix)."""
     opset: int           # the ai.onnx opset the nodes are read at
     types: dict          # tensor name -> its TypeProto.Tensor (shape inference)
     consts: dict         # tensor name -> the values of an initializer or Constant node
@@ -286,7 +286,7 @@ def _axis_kind(a, pos, x, dy, scales, has_scales, roi, attrs) -> str:
 
 def _refuse_dynamic_nhwc_crop(where, attrs, x, axes, kinds, scales, roi) -> None:
     """onnxruntime's 4-D antialias kernel with scales [1, h, w, 1] extrapolates tf_crop_and_resize outputs with
-    weights that depend on the last axis (dml_desc.conventions.onnx._refuse_nhwc_crop); where shapes or scales
+    weights that depend on the last axis (dml_desc.conventions.onnx_reader._refuse_nhwc_crop); where shapes or scales
     known only at run time cannot exclude that case, it is refused here, not at run time."""
     if len(x) != 4 or not attrs.get("antialias") or attrs.get("mode", "nearest") == "nearest" \
             or attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize" or x[3] == 1 \
@@ -334,7 +334,7 @@ def _plan(where, attrs, rank, axes, kinds, scales, scales_name, roi_name, elem, 
 
 
 def _nhwc_cubic(attrs, rank, axes, scales, has_scales) -> str:
-    """How the dynamic path meets onnxruntime's NHWC cubic kernel (onnx_ops.dynamic.DynamicPlan.nhwc_cubic).
+    """How the dynamic path meets onnxruntime's NHWC cubic kernel (onnx_ops.lowering.dynamic.DynamicPlan.nhwc_cubic).
     With sizes, a same-length axis has scale 1 and every kernel copies it."""
     if not has_scales or rank != 4 or attrs.get("mode") != "cubic" or attrs.get("antialias"):
         return ""

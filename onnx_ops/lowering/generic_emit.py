@@ -1,4 +1,4 @@
-"""Emission of the shape-generic forms (onnx_ops.generic_forms): one graph for every length, per spelling
+"""Emission of the shape-generic forms (onnx_ops.lowering.generic_forms): one graph for every length, per spelling
 ("resize", "pool", "conv", "sepconv", "kronpairs", "block"), dY's shape checked first. The convs and their
 edges (edge scaling, mirrors, folds) are onnx_ops.forms.filter_conv's, shared with the static lowering."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from onnx import TensorProto, helper
 
-from .forms import POOL_WINDOW, Emitter, cast_wrapped
-from .forms.filter_conv import dims, emit_filter_conv
-from .forms.kron_pairs import COLUMNS
+from ..forms import POOL_WINDOW, Emitter, cast_wrapped
+from ..forms.filter_conv import dims, emit_filter_conv
+from ..forms.kron_pairs import COLUMNS
 
 if TYPE_CHECKING:
     from .generic_forms import GenericForm

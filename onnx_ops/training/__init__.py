@@ -1,7 +1,7 @@
 """ORT training artifacts that run on the CPU: generate_artifacts, lower every ResizeGrad, repair the models.
 
 onnxruntime.training imports torch, so it is imported only when used (`PixelCrossEntropyLoss` too). The repairs
-live in onnx_ops.training_repair, the export checks and op decompositions in onnx_ops.training_export.
+live in onnx_ops.training.repair, the export checks and op decompositions in onnx_ops.training.export.
 """
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ from onnx import helper
 
 from dml_desc.errors import DescError, require
 
-from .lower import lower
-from . import training_input
-from .training_input import external_bytes, generate_from_path, read_model, with_external_data
-from .training_export import (check_torch_export, decompose_for_gradients, missing_parameters_hint,
+from ..lower import lower
+from . import inputs as training_input
+from .inputs import external_bytes, generate_from_path, read_model, with_external_data
+from .export import (check_torch_export, decompose_for_gradients, missing_parameters_hint,
                               no_gradient_error)
-from .training_repair import (drop_unused_initializers, repair_eval_file, repair_eval_model,
+from .repair import (drop_unused_initializers, repair_eval_file, repair_eval_model,
                               repair_optimizer_model, repair_training_model, restamp)
-from .validate import save_atomic
+from ..lowering.validate import save_atomic
 
 LOSSES = ("MSELoss", "CrossEntropyLoss", "BCEWithLogitsLoss", "L1Loss")
 OPTIMIZERS = ("SGD", "AdamW", "TorchAdamW")
@@ -108,11 +108,11 @@ def generate_cpu_artifacts(model, requires_grad: list | None, out_dir: str, *, f
         file cannot be lowered after the fact (and a graph with ResizeGrad cannot be converted for the CPU).
 
     Before the gradient graph is built, ops without a gradient in the training build (HardSwish, HardSigmoid,
-    ...) are decomposed (training_export.decompose_for_gradients). Afterwards prepare_artifacts lowers every
+    ...) are decomposed (export.decompose_for_gradients). Afterwards prepare_artifacts lowers every
     ResizeGrad, rewrites MaxPoolGrad, repairs the eval model, drops unused initializers and restamps IR / opset.
     Returns an ArtifactReport.
     """
-    from .run import onnxruntime_training
+    from ..run import onnxruntime_training
     artifacts = onnxruntime_training("artifacts")      # a DescError naming the extra when it is missing
     semantics = training_semantics(semantics)
     proto, folder = read_model(model)
@@ -218,7 +218,7 @@ def _move_into(staging: str, out_dir: str, files: list) -> list:
 def prepare_artifacts(out_dir: str, prefix: str = "", semantics: str | None = INSTALLED) -> ArtifactReport:
     """Make an existing artifact folder (from generate_artifacts, ONNX files) train on the CPU training build:
     lower every ResizeGrad, rewrite MaxPoolGrad with symbolic dims (repair_training_model), repair the eval
-    model, drop unused initializers and restamp IR <= 10 / opset <= 21 where the content allows (training_repair).
+    model, drop unused initializers and restamp IR <= 10 / opset <= 21 where the content allows (repair).
     Each file is rewritten atomically, only when something changed. semantics: as in generate_cpu_artifacts
     (default: the installed onnxruntime's)."""
     semantics = training_semantics(semantics)
@@ -289,7 +289,7 @@ def quiet_onnxruntime(drop: str = r"\[[IV]:onnxruntime:"):
 
 @contextlib.contextmanager
 def one_line_gradient_errors(model=None):
-    """onnxruntime's gradient-builder errors as one-line DescErrors (training_export.no_gradient_error), naming
+    """onnxruntime's gradient-builder errors as one-line DescErrors (export.no_gradient_error), naming
     the nodes of `model` (the model as exported, before decompose_for_gradients) and their torch modules."""
     try:
         yield
@@ -441,6 +441,7 @@ def _pixel_cross_entropy_class():
     return PixelCrossEntropyLoss
 
 
-__all__ = ["ArtifactReport", "LOSSES", "OPTIMIZERS", "PixelCrossEntropyLoss", "check_torch_export",
+# PixelCrossEntropyLoss comes from __getattr__ (built on first use), which ruff cannot see.
+__all__ = ["ArtifactReport", "LOSSES", "OPTIMIZERS", "PixelCrossEntropyLoss", "check_torch_export",  # noqa: F822
            "decompose_for_gradients", "drop_unused_initializers", "generate_cpu_artifacts", "prepare_artifacts",
            "repair_eval_file", "repair_eval_model", "repair_training_model", "restamp"]

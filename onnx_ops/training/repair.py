@@ -16,10 +16,10 @@ from onnx import helper
 
 from dml_desc.errors import require
 
-from .forms import Emitter
-from .validate import save_atomic
-from .graph_walk import fresh_prefix, graphs, model_names
-from .model import TRAINING_MAX_IR, TRAINING_MAX_OPSET
+from ..forms import Emitter
+from ..lowering.validate import save_atomic
+from ..lowering.walk import fresh_prefix, graphs, model_names
+from ..model import TRAINING_MAX_IR, TRAINING_MAX_OPSET
 
 # the last element type IR 10 knows (INT4 = 22); later ones (FLOAT4E2M1, ...) need IR 11 or later
 _IR10_MAX_ELEM = onnx.TensorProto.INT4
@@ -129,7 +129,8 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
     (onnxruntime 1.19: a segmentation fault). MaxPoolGrad(dY, Indices) is rewritten into standard ops: the
     forward MaxPool's Indices are flat indices into X, so dX = Reshape(ScatterElements(zeros(Size(X)),
     Indices, dY, reduction="add"), Shape(X)), summed in a fixed order (overlapping windows add up as in
-    onnxruntime's kernel; float16 adds up in float32). AveragePoolGrad with symbolic dims is refused. Static shapes keep the native kernels.
+    onnxruntime's kernel; float16 adds up in float32). AveragePoolGrad with symbolic dims is refused. Static shapes
+    keep the native kernels.
     """
     out = onnx.ModelProto()
     out.CopyFrom(model)

@@ -1,5 +1,6 @@
-"""Lowering model files: `lower_file` reads a model (its external data only from regular files inside its own
-folder), lowers it (onnx_ops.lower) and writes it atomically, keeping or moving its external data.
+"""Lowering model files: `lower_file` (onnx_ops.lower) reads a model (its external data only from regular files
+inside its own folder), lowers it (onnx_ops.lower.lower) and writes it atomically, keeping or moving its external
+data.
 """
 from __future__ import annotations
 
@@ -13,30 +14,20 @@ from onnx import TensorProto
 
 from dml_desc.errors import DescError, require
 
-from .graph_walk import all_nodes, graphs, is_resize_grad
-from .node_emit import Rewrite
+from .walk import all_nodes, graphs, is_resize_grad
+from .emit import Rewrite
 from .validate import check_external_data, external_reference, external_tensors, inline_external, load_model, \
     read_external, save_atomic
 
 NOT_SHOWN = "value read from external data, not shown"
 
 
-def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProvider",),
-               semantics: str | None = None, calibration=None) -> list[Rewrite]:
-    """Lower a model file; `dst` may equal `src`. Written atomically, after onnx's full check and an onnxruntime
-    load; external data is kept, and read relative to the model file (not the working directory), only from
-    regular files inside the model's folder (onnx_ops.validate.check_external_data, for every tensor anywhere in
-    the model). Into the same folder, every reference to the input's data files is kept. Into another folder, the
-    external tensors are copied into one new file `<dst name>.data` beside `dst` (a name the project chooses,
-    never the model), staged and checked with the model before either replaces anything. `dst` and that file may
-    not be a file the input reads. A refusal never shows values read from external data. An
-    onnxruntime training or eval graph also gets prepare_artifacts's repairs (training_repair.repair_for_lowering:
-    MaxPoolGrad with symbolic dims, eval BatchNorm), listed in the report's `repairs`. Raises only DescError
-    subclasses (FileError for the file system)."""
-    from .lower import check_providers      # at call time: onnx_ops.lower imports this module for lower_file
-    check_providers(providers)
+def lower_model_file(lower_model, src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProvider",),
+                     semantics: str | None = None, calibration=None) -> list[Rewrite]:
+    """onnx_ops.lower.lower_file: read `src`, lower it with `lower_model(model, providers, semantics, calibration)`
+    (onnx_ops.lower.lower, above this module) and write `dst`; the contract is lower_file's."""
     try:
-        return _lower_file(src, dst, providers, semantics, calibration)
+        return _lower_file(lower_model, src, dst, providers, semantics, calibration)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:    # onnx's own, reworded
         raise DescError("IN", src, f"is not a valid ONNX model: {str(e).strip().splitlines()[0][:200]}") from e
     except OSError as e:
@@ -46,7 +37,7 @@ def lower_file(src: str, dst: str, providers: Sequence[str] = ("CPUExecutionProv
         raise FileError(e.filename or src, e, f"cannot be read or written ({e.strerror or e})") from e
 
 
-def _lower_file(src, dst, providers, semantics, calibration=None) -> list[Rewrite]:
+def _lower_file(lower_model, src, dst, providers, semantics, calibration=None) -> list[Rewrite]:
     require(isinstance(dst, (str, os.PathLike)) and bool(os.fspath(dst)), "dst", dst, "must be a file path")
     model = load_model(src)           # a DescError for a folder, an empty, truncated or non-ONNX file
     src_dir, dst_dir = os.path.dirname(os.path.abspath(src)), os.path.dirname(os.path.abspath(dst))
@@ -54,11 +45,10 @@ def _lower_file(src, dst, providers, semantics, calibration=None) -> list[Rewrit
     require(os.path.realpath(dst) not in reads, "OUT", os.fspath(dst), "is a data file the input model reads; "
             "name another file")
     reading, loaded = _with_resize_grad_constants(model, src_dir)
-    from .training_repair import RepairedRewrites, repair_for_lowering
-    from .lower import lower                # at call time, as check_providers
+    from ..training.repair import RepairedRewrites, repair_for_lowering
     with _values_hidden(loaded):
         reading, repairs = repair_for_lowering(reading)     # an ORT training / eval graph: what prepare_artifacts does
-        lowered, report = lower(reading, providers, semantics, calibration)
+        lowered, report = lower_model(reading, providers, semantics, calibration)
     report = RepairedRewrites(report, repairs)
     _keep_references(lowered, model)
     if os.path.realpath(src_dir) == os.path.realpath(dst_dir):
@@ -92,7 +82,7 @@ def _keep_references(lowered, model) -> None:
 def _moved_external_data(lowered, src_dir: str, name: str) -> bytearray:
     """Every external tensor `lowered` keeps (anywhere in it), copied into one blob for the data file `name` beside
     the written model, with its reference pointed there. Each source reference is read once, checked
-    (onnx_ops.validate.external_reference) and read from its regular file; nothing is written here."""
+    (onnx_ops.lowering.validate.external_reference) and read from its regular file; nothing is written here."""
     blob = bytearray()
     for where, t in list(external_tensors(lowered)):
         data = read_external(external_reference(where, t, src_dir))

@@ -1,6 +1,6 @@
 """Emitting one ResizeGrad node's lowering: the static forms (the cost model's choice among the forms the taps
-prove equal, onnx_ops.forms / onnx_ops.bridge), the shape-generic forms (onnx_ops.generic_forms) and the dynamic
-path (onnx_ops.dynamic), each named after the node, with the `Rewrite` saying what was done.
+prove equal, onnx_ops.forms / onnx_ops.bridge), the shape-generic forms (onnx_ops.lowering.generic_forms) and the
+dynamic path (onnx_ops.lowering.dynamic), each named after the node, with the `Rewrite` saying what was done.
 """
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from onnx import TensorProto
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 
-from .calibrate import signature as calibration_signature
+from .calibration import signature as calibration_signature
 from .dynamic import DynamicPlan, axis_forms, emit_dynamic
-from .forms import PREFER_RESIZE, Emitter, cast_wrapped, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
-from .generic_forms import emit_generic_node, generic_form
-from .graph_walk import fresh_prefix, graphs, subgraphs
-from .model import LOWERING_OPSET
-from .planning import NP_OF, DynamicRead
+from ..forms import PREFER_RESIZE, Emitter, cast_wrapped, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
+from .generic_emit import emit_generic_node
+from .generic_forms import generic_form
+from .walk import fresh_prefix, graphs, subgraphs
+from ..model import LOWERING_OPSET
+from .plan import NP_OF, DynamicRead
 from .validate import check_resize_grad, readable
 
 
@@ -33,10 +34,10 @@ class Rewrite:
     forms: tuple
     kept_native: bool = False
     scope: str = ""          # "" for the main graph, else the subgraph attribute or function path
-    dynamic: bool = False    # taps computed at run time (onnx_ops.dynamic)
+    dynamic: bool = False    # taps computed at run time (onnx_ops.lowering.dynamic)
     semantics: str = ""      # the ONNX semantics the taps follow (dml_desc.conventions.onnx.SEMANTICS)
     notes: tuple = ()        # where the taps follow onnxruntime rather than the ONNX formulas (docs/adjoint.md)
-    signature: str = ""      # a shape-generic node's calibration key (onnx_ops.calibrate.signature)
+    signature: str = ""      # a shape-generic node's calibration key (onnx_ops.lowering.calibration.signature)
     candidates: tuple = ()   # the forms `dml-desc calibrate` measures for it (generic kinds and "general")
 
     def __str__(self):
@@ -50,7 +51,7 @@ def lower_node(node, k: int, info, providers, scope: str):
     after it."""
     base, prefix = node_prefix(node, k, info.taken)
     try:
-        check_resize_grad(node, info.types, info.opset, info.consts)    # arity, types, outputs (onnx_ops.validate)
+        check_resize_grad(node, info.types, info.opset, info.consts)    # arity, types, outputs (lowering.validate)
         read = readable(f"node {node.name or node.op_type}", info.read, node)
     except DescError as e:            # name where the node is: a subgraph or a function
         raise DescError(f"{scope}{e.field}", e.value, e.rule) from None
@@ -91,7 +92,7 @@ def native_cuda_fits(r: onnx_conv.OnnxResize, res) -> bool:
 
 def _generic(node, read, info):
     """(form, its spellings, calibration signature) of a dynamic ResizeGrad's shape-generic form
-    (onnx_ops.generic_forms: float / float16 / double, constant scales), or (None, (), "")."""
+    (onnx_ops.lowering.generic_forms: float / float16 / double, constant scales), or (None, (), "")."""
     if read.elem not in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE):
         return None, (), ""
     dims = info.dims(node.input[1]) or info.dims(node.input[0]) or [None] * read.plan.rank
@@ -105,7 +106,7 @@ def _generic(node, read, info):
 
 
 def _emit_dynamic(node, plan: DynamicPlan, elem, prefix: str, opset: int):
-    """Nodes and initializers of the dynamic path (onnx_ops.dynamic) with dX written by the last node."""
+    """Nodes and initializers of the dynamic path (onnx_ops.lowering.dynamic) with dX written by the last node."""
     em = Emitter(prefix, opset, np.float64 if elem == TensorProto.DOUBLE else np.float32)
     cast_wrapped(em, node, elem, lambda dy: (emit_dynamic(em, dy, node.input[1], plan), None))
     return em.nodes, em.inits

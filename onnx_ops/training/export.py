@@ -25,8 +25,8 @@ from onnx import helper, numpy_helper
 
 from dml_desc.errors import DescError
 
-from .graph_walk import fresh_prefix, model_names
-from .training_vision import VISION_DECOMPOSITIONS, WHY as VISION_WHY
+from ..lowering.walk import fresh_prefix, model_names
+from .vision import VISION_DECOMPOSITIONS, WHY as VISION_WHY
 
 NP = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.DOUBLE: np.float64}
 TORCH_EXPORT_FIX = ("export for training with torch.onnx.export(model.train(), ..., optimize=False): the dynamo "

@@ -1,7 +1,7 @@
 """Shape-generic forms: ResizeGrad with constant integer scales and axis lengths known only at run time.
 
 A real export has symbolic N / H / W and constant scales (torch's `scale_factor=2`). The general dynamic path
-(onnx_ops.dynamic) builds a dense matrix per axis at run time. With a constant integer factor f the gradient
+(onnx_ops.lowering.dynamic) builds a dense matrix per axis at run time. With a constant integer factor f the gradient
 depends on f, not on the length n, and one graph serves every n.
 
 Why (the proof, per axis). For the coordinate modes taken here (half_pixel, pytorch_half_pixel,
@@ -42,7 +42,7 @@ Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named 
           rule) or Split + Add per other axis; by rule where `kron_pairs_faster` (nearest x2).
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
-Emission is in onnx_ops.generic_emit. Each ends with a check that dY's shape is X's times the factors.
+Emission is in onnx_ops.lowering.generic_emit. Each ends with a check that dY's shape is X's times the factors.
 `dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among `GenericForm.kinds` and the general
 path by measurements, when asked.
 """
@@ -58,12 +58,11 @@ from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError
 from dml_desc.weights import gradient_taps
 
-from .bridge import middle_row_kernel
-from .forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
-from .forms.filter_conv import FILTER_FACTORS, SEPARABLE_TAPS, AxisForm, FilterConv, emitted, variants
-from .forms.kron_pairs import COLUMNS
-from .model import resize_reader_opset
-from .generic_emit import emit_generic_node  # noqa: F401  (the lowering imports it from here)
+from ..bridge import middle_row_kernel
+from ..forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
+from ..forms.filter_conv import FILTER_FACTORS, SEPARABLE_TAPS, AxisForm, FilterConv, emitted, variants
+from ..forms.kron_pairs import COLUMNS
+from ..model import resize_reader_opset
 
 GENERIC_CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric", "tf_half_pixel_for_nn")
 NEAREST_FACTORS = range(2, 9)
@@ -250,8 +249,8 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
     on a stand-in shape (symbolic dims: 1 for N, 16 for C, STAND_IN elsewhere), when its scales are 1/f and it is
     proven for every length in FAMILY; (None, False) otherwise. The static lowering prefers it unless the band
     plan is estimated PREFER_RESIZE x cheaper."""
-    from .forms import find_resize, plan_axes, resize_cost
-    from .forms import PREFER_RESIZE
+    from ..forms import find_resize, plan_axes, resize_cost
+    from ..forms import PREFER_RESIZE
     if any(f.block for f in forms.values()) or opset < 18:
         return None, False
     shape = [d if isinstance(d, int) else (1, 16)[a] if a < 2 else STAND_IN for a, d in enumerate(dims)]
@@ -283,7 +282,7 @@ def _proven_resize(attrs: dict, forms: dict, dims, opset: int) -> tuple:
 def _resize_proven(key: tuple, resize_key: tuple, f: int, opset: int) -> bool:
     """Resize(scales 1/f, `resize_key`) of a length f*n equals f x the gradient taps of length n, for every n in
     FAMILY (weights within float32 rounding, the static form's test) and every tie semantics."""
-    from .forms import taps_close
+    from ..forms import taps_close
     from dml_desc.weights import forward_taps
     attrs = {k: _parse(v) for k, v in key}
     resize = {k: _parse(v) for k, v in resize_key}

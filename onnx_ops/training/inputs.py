@@ -24,7 +24,7 @@ PROTO_LIMIT = 2_000_000_000
 def read_model(model) -> tuple[onnx.ModelProto, str | None]:
     """The model without its external data, and the folder that data is read from (None for a ModelProto)."""
     if isinstance(model, (str, os.PathLike)):
-        from .validate import load_model
+        from ..lowering.validate import load_model
         path = os.fspath(model)
         require(os.path.isfile(path), "model", path, "must be an ONNX file")
         return load_model(path), os.path.dirname(os.path.abspath(path))
@@ -35,7 +35,7 @@ def read_model(model) -> tuple[onnx.ModelProto, str | None]:
 def _external(proto) -> list:
     """Every tensor of the model stored as external data: initializers, sparse initializers, Constant values
     and other attribute tensors, subgraphs, functions, training_info (validate.external_tensors)."""
-    from .validate import external_tensors
+    from ..lowering.validate import external_tensors
     return [t for _, t in external_tensors(proto)]
 
 
@@ -55,7 +55,7 @@ def with_external_data(proto, folder):
         return proto
     require(folder is not None, "model", "ModelProto", "holds external data references; pass the model's path "
             "(its data is read from the model file's folder) or onnx.load it with its data")
-    from .validate import inline_all_external
+    from ..lowering.validate import inline_all_external
     loaded = copy.deepcopy(proto)
     inline_all_external(loaded, folder)
     return loaded

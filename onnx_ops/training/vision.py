@@ -1,5 +1,5 @@
 """Vision ops that onnxruntime-training 1.19.2 cannot differentiate on the CPU, written before the gradient graph is
-built as standard ops it can (training_export.decompose_for_gradients calls these with its _Builder `b`).
+built as standard ops it can (training.export.decompose_for_gradients calls these with its _Builder `b`).
 
 Each is the op's own formula, so the gradient onnxruntime builds from it is exact:
 - InstanceNormalization (torch's InstanceNorm and GroupNorm): (x - mean) / sqrt(var + eps) * scale + B, the biased
