@@ -364,15 +364,9 @@ def read_region(path, offset: int = 0, length: int | None = None, field: str = "
     following a final symlink and without blocking, and checked through that descriptor: a FIFO, device or link
     put in its place after a check is refused, never waited on or followed. A region past the file's end is a
     DescError naming the sizes (never the bytes)."""
-    try:
-        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
+    fd = _open_checked(os.fspath(path), field, getattr(os, "O_NOFOLLOW", 0))
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise DescError(field, os.fspath(path), f"is {_kind(info.st_mode)}; only a regular file is read")
         end = info.st_size if length is None else offset + length
         if not 0 <= offset <= end <= info.st_size:
             raise DescError(field, os.fspath(path), f"has {info.st_size} bytes: bytes {offset} to {end} lie outside it")
@@ -390,6 +384,7 @@ def read_region(path, offset: int = 0, length: int | None = None, field: str = "
     finally:
         os.close(fd)
 
+
 def open_regular(path, field: str = "FILE"):
     """`path` opened for binary reading when it is a regular file (a symlink to one is fine). A folder, FIFO,
     socket or device is refused from its type before any read and without blocking: stat, then an O_NONBLOCK
@@ -400,16 +395,25 @@ def open_regular(path, field: str = "FILE"):
     path = os.fspath(path)
     try:
         _check_regular(path, os.stat(path).st_mode, field)              # a FIFO is never opened
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as e:
         raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
-    f = os.fdopen(fd, "rb")
+    return os.fdopen(_open_checked(path, field), "rb")
+
+
+def _open_checked(path: str, field: str, flags: int = 0) -> int:
+    """A descriptor of `path` opened without blocking (and with `flags`, e.g. O_NOFOLLOW), then checked through
+    that descriptor to be a regular file: one put in its place after a check is refused, never waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise FileError(path, e, f"cannot be read ({e.strerror or e})", field) from e
     try:
         _check_regular(path, os.fstat(fd).st_mode, field)
     except BaseException:
-        f.close()
+        os.close(fd)
         raise
-    return f
+    return fd
 
 
 def read_regular(path, limit: int, what: str, field: str = "FILE") -> bytes:
