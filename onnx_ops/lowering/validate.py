@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from onnx import TensorProto
 
 from dml_desc.errors import DescError, require
-from dml_desc.files import read_bounded, read_region, regular_target, write_atomic, write_files
+from dml_desc.files import read_region, read_regular, regular_target, write_atomic, write_files
 
 from .walk import graphs
 
@@ -45,7 +45,7 @@ def load_model(path: str, load_external_data: bool = False) -> onnx.ModelProto:
     path = os.fspath(path)
     require(isinstance(path, str), "path", path, "must be a file path given as text")
     require(os.path.isfile(path), path, path, "is not a file" if os.path.exists(path) else "does not exist")
-    model = parse_model(read_bounded(path, MAX_PROTOBUF, "ONNX model (protobuf stops at 2 GB; larger models keep "
+    model = parse_model(read_regular(path, MAX_PROTOBUF, "ONNX model (protobuf stops at 2 GB; larger models keep "
                                      "their tensors as external data)", "model"), path)
     check_external_data(model, os.path.dirname(os.path.abspath(path)))
     if load_external_data:
