@@ -27,7 +27,7 @@ from .export import (check_torch_export, decompose_for_gradients, missing_parame
                               no_gradient_error)
 from .repair import (drop_unused_initializers, repair_eval_file, repair_eval_model,
                               repair_optimizer_model, repair_training_model, restamp)
-from ..lowering.validate import save_atomic
+from ..lowering.validate import load_model, save_atomic
 
 LOSSES = ("MSELoss", "CrossEntropyLoss", "BCEWithLogitsLoss", "L1Loss")
 OPTIMIZERS = ("SGD", "AdamW", "TorchAdamW")
@@ -229,7 +229,7 @@ def prepare_artifacts(out_dir: str, prefix: str = "", semantics: str | None = IN
     for name, path in paths.items():
         if not os.path.isfile(path):
             continue
-        original = onnx.load(path, load_external_data=False)
+        original = load_model(path)       # its external data checked to stay in the artifacts' folder
         model = original
         if name == "training_model.onnx":
             model, report.training_repairs = repair_training_model(model)

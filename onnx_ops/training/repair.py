@@ -17,7 +17,7 @@ from onnx import helper
 from dml_desc.errors import require
 
 from ..forms import Emitter
-from ..lowering.validate import save_atomic
+from ..lowering.validate import load_model, save_atomic
 from ..lowering.walk import fresh_prefix, graphs, model_names
 from ..model import TRAINING_MAX_IR, TRAINING_MAX_OPSET
 
@@ -28,7 +28,7 @@ _IR10_MAX_ELEM = onnx.TensorProto.INT4
 
 def repair_eval_file(path: str) -> list:
     """repair_eval_model on a file, rewritten atomically (only when something changed); returns its notes."""
-    model = onnx.load(path, load_external_data=False)
+    model = load_model(path)             # its external data checked to stay in its folder
     repaired, notes = repair_eval_model(model)
     if notes:
         save_atomic(repaired, path)
