@@ -65,6 +65,36 @@ def test_band_forms_on_two_axes_and_the_last_axis_are_the_reference_gradient():
         np.testing.assert_allclose(got, reference(attrs, shape, dy, sizes=sizes), rtol=1e-5, atol=1e-5)
 
 
+def _branch_ops(graph, branch: str) -> list:
+    """The ops of the `branch` subgraphs of the Ifs named *unpadded* (their own nodes, not their nested Ifs')."""
+    found = []
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.g.node:
+                if "unpadded" in node.output[0] and attr.name == branch:
+                    found += [n.op_type for n in attr.g.node]
+                found += _branch_ops(attr.g, branch)
+    return found
+
+
+@pytest.mark.parametrize("batch", ["N", "M"])
+def test_no_copy_of_dx_where_the_bands_have_no_padding_rows(batch):
+    """A band's tiles cover n rows or a few more: the padding rows are sliced off, a copy of dX. An If skips that
+    Slice where every banded length is a multiple of its tile, with or without a batch axis that may be resized:
+    the gradient is the reference's either way (n = 32: no padding; 33 and 37: padding)."""
+    attrs = {"mode": "linear"}
+    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], [batch, 2, "H2", "W2"], [1, 1, 2, 0.5]),
+                       semantics=INSTALLED)
+    then, other = _branch_ops(lowered.graph, "then_branch"), _branch_ops(lowered.graph, "else_branch")
+    assert "If" in then and "Slice" not in then and "Slice" in other    # both contract the last axis (its If)
+    sess, rng = session(lowered), np.random.default_rng(9)
+    for h in (32, 33, 37):
+        shape, sizes = [2, 2, h, 30], [2, 2, 2 * h, 15]
+        dy = rng.standard_normal(sizes).astype(np.float32)
+        got = sess.run(None, {"dY": dy, "X": np.zeros(shape, np.float32)})[0]
+        np.testing.assert_allclose(got, reference(attrs, shape, dy, [1, 1, 2, 0.5]), rtol=1e-5, atol=1e-5)
+
+
 def test_batch_axis_that_may_be_resized_is_skipped_or_contracted_at_run_time():
     """X's and dY's batch dims are different names: the batch axis may be resized. It is contracted last, or
     skipped (an If) where its run-time matrix is the identity; the other axes' padding goes either way."""

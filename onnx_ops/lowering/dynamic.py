@@ -9,8 +9,9 @@ count): every axis but the last by the band form built from the taps (onnx_ops.l
 per tile of X rows, one batched MatMul); the last axis, where a Gather would move single values, by one MatMul with
 the dense matrix where it is small (n * m <= DENSE_LAST_MAX), else by the band between two Transposes. Banded axes
 from 2 up go first, then the last axis, then axes 0 and 1, which are seldom resized: an If skips them where their
-taps are the identity (a symbolic batch that keeps its size) at the cost of one copy of the final dX, which also
-drops the band's padding rows (both Ifs with dY's type known). An outer If returns zeros for a dY with an empty
+taps are the identity (a symbolic batch that keeps its size; both Ifs with dY's type known). The bands' padding rows
+are sliced off dX at the end (a copy of dX), except where an If finds none (every banded length a multiple of its
+tile) and the last axis's contraction writes dX directly. An outer If returns zeros for a dY with an empty
 axis, where the probes and reshapes would fail.
 
 Before opset 12 (no Unique, Range or int64 Min / Max in the schemas the model imports), the path resizes the
@@ -96,22 +97,36 @@ def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     cur = dy
     for a in early:
         cur = _banded(em, plan, cur, taps[a], a)
-    if last in taps:
-        cur = _last_axis(em, plan, cur, taps[last])
     if not late:
-        return _unpadded(em, cur, sx, early)
+        return _last_unpadded(em, plan, cur, taps.get(last), sx, early)
     # batch and channels (axes 0, 1) are seldom resized: last, where the data is smallest, and skipped when
-    # their run-time taps are the identity (an If: one copy, which also drops the other axes' padding)
+    # their run-time taps are the identity (an If whose branches both contract the last axis: no copy of dX
+    # where that axis is resized and no banded axis has padding rows)
     identity = [is_identity(em, taps[a]) for a in late]
     cond = identity[0] if len(identity) == 1 else em.node("And", identity, "identity")
 
     def resized():
-        out = cur
+        out = _last_axis(em, plan, cur, taps[last]) if last in taps else cur
         for a in late:
             out = _banded(em, plan, out, taps[a], a)
         return _unpadded(em, out, sx, banded)
-    keep = _branch(em, lambda: _unpadded(em, cur, sx, early), _elem(em), plan.rank)
+    keep = _branch(em, lambda: _last_unpadded(em, plan, cur, taps.get(last), sx, early), _elem(em), plan.rank)
     return em.node("If", [cond], "axes_done", then_branch=keep, else_branch=_branch(em, resized, _elem(em), plan.rank))
+
+
+def _last_unpadded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps | None, sx: str, early: list) -> str:
+    """The last axis contracted (where resized), then the banded axes' padding rows dropped. Where the last axis is
+    resized, an If skips the Slice (a copy of dX) when no banded axis has padding rows (n a multiple of its tile)."""
+    if taps is None or not early:
+        return _unpadded(em, _last_axis(em, plan, cur, taps) if taps is not None else cur, sx, early)
+    axes = em.const(early, "banded", np.int64)
+    rows = [em.node("ReduceSum", [em.node("Gather", [shape, axes], "rows")], "total", keepdims=1)
+            for shape in (em.node("Shape", [cur], "padded_shape"), sx)]
+    exact = em.node("Equal", rows, "no_padding")       # padded lengths are at least n: equal sums, equal lengths
+    return em.node("If", [exact], "unpadded", then_branch=_branch(em, lambda: _last_axis(em, plan, cur, taps),
+                                                                  _elem(em), plan.rank),
+                   else_branch=_branch(em, lambda: _unpadded(em, _last_axis(em, plan, cur, taps), sx, early),
+                                       _elem(em), plan.rank))
 
 
 def largest_table(plan: DynamicPlan, axis: int, n: int, m: int, opset: int) -> tuple:
