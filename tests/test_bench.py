@@ -83,3 +83,13 @@ def test_the_share_counts_the_kernels_lowered_from_resize_grad_only():
     assert not unet_step.lowered_from_resize_grad("/Resize_1_Grad/ResizeGrad_0_kernel_time", names)
     assert unet_step.lowered_from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", {""})       # an unnamed node
     assert not unet_step.lowered_from_resize_grad("ResizeGrad_3/lowered/Add_1_kernel_time", names)
+
+
+def test_cuda_oracle_runs_on_the_cpu_and_agrees_with_torch(capsys):
+    """bench/cuda_oracle.py (run on a GPU machine) also runs with torch on the CPU: every lowered gradient agrees
+    with torch's autograd, and the forward picks of the device and the CPU kernel are compared."""
+    pytest.importorskip("torch", reason="torch is not installed: the oracle is torch's autograd")
+    import cuda_oracle
+    assert cuda_oracle.main(["--device", "cpu", "--cases", "8", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "0 differ" in out and "nearest-exact: cpu forward picks differ from the CPU kernel's on 0 of 4096" in out
