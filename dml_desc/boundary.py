@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Callable, TextIO, cast
 
 from .errors import DescError, printable
 
@@ -12,7 +13,7 @@ class EscapingStream:
     """A text stream that writes every string through `errors.printable`: whatever a command prints (a user's
     field names, JSON keys, node names, file names, values) reaches the terminal without control sequences."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO) -> None:
         self.raw = stream
 
     def write(self, text: str) -> int:
@@ -20,28 +21,29 @@ class EscapingStream:
         self.raw.write(printable(text))
         return len(text)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.raw, name)
 
 
-def raw_stream(stream):
+def raw_stream(stream: TextIO) -> TextIO:
     """The stream under an EscapingStream, for the project's own control characters (a progress bar's \\r)."""
-    return getattr(stream, "raw", stream) if isinstance(stream, EscapingStream) else stream
+    return cast(TextIO, getattr(stream, "raw", stream)) if isinstance(stream, EscapingStream) else stream
 
 
-def guarded(command, prog: str = "dml-desc") -> int:
+def guarded(command: Callable[[], int], prog: str = "dml-desc") -> int:
     """The one error boundary of every command: any bad input prints one line and exits 2, never a traceback.
     Everything printed inside goes through `printable` (EscapingStream); Ctrl-C prints one line and exits 130.
     A closed pipe (`dml-desc convert ... | head`) ends quietly, as Python's documentation recommends."""
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = EscapingStream(sys.stdout), EscapingStream(sys.stderr)
+    escaped = EscapingStream(sys.stdout), EscapingStream(sys.stderr)      # TextIO by delegation (__getattr__)
+    sys.stdout, sys.stderr = cast(TextIO, escaped[0]), cast(TextIO, escaped[1])
     try:
         return _guarded(command, prog)
     finally:
         sys.stdout, sys.stderr = streams
 
 
-def _guarded(command, prog: str) -> int:
+def _guarded(command: Callable[[], int], prog: str) -> int:
     try:
         code = command()
         sys.stdout.flush()           # a closed pipe shows here, inside the boundary
@@ -64,7 +66,7 @@ def _guarded(command, prog: str) -> int:
         return 2
 
 
-def _message(e: BaseException):
+def _message(e: BaseException) -> str | None:
     """One line for the errors bad input causes; None for the rest (a bug)."""
     if isinstance(e, DescError):
         return str(e)

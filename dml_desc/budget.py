@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TypeGuard
 
 from .errors import DescError
 
@@ -36,7 +37,7 @@ def _from_env(name: str, default: int) -> int:
 
 
 _ENV = {"elements": ("DML_DESC_MAX_ELEMENTS", DEFAULT_ELEMENTS), "axis": ("DML_DESC_MAX_AXIS", DEFAULT_AXIS)}
-_limits: dict = {}
+_limits: dict[str, int] = {}
 
 
 def _limit(name: str) -> int:
@@ -60,9 +61,9 @@ def max_table() -> int:
     return max_axis() * TABLE_WIDTH
 
 
-def set_limits(elements: int | None = None, axis: int | None = None) -> dict:
+def set_limits(elements: int | None = None, axis: int | None = None) -> dict[str, int | None]:
     """Change the limits (None keeps one); returns the previous ones, e.g. to restore them."""
-    previous = {}
+    previous: dict[str, int | None] = {}
     for name in _ENV:
         try:
             previous[name] = _limit(name)
@@ -77,29 +78,30 @@ def set_limits(elements: int | None = None, axis: int | None = None) -> dict:
     return previous
 
 
-def _is_int(v) -> bool:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def check_shape(shape, field: str) -> None:
+def check_shape(shape: object, field: str) -> None:
     """A tensor shape whose element count fits the budget (non-integer entries are left to the caller)."""
-    dims = [d for d in shape if _is_int(d)] if isinstance(shape, (list, tuple)) else []
+    entries = shape if isinstance(shape, (list, tuple)) else ()
+    dims = [d for d in entries if _is_int(d)]
     if any(d <= 0 for d in dims):
         return
     count = math.prod(dims)
     if count > max_elements():
-        raise DescError(field, list(shape), f"has {_count(count)} elements, more than the size budget of "
+        raise DescError(field, list(entries), f"has {_count(count)} elements, more than the size budget of "
                         f"{_count(max_elements())} (dml_desc.budget.set_limits or DML_DESC_MAX_ELEMENTS)")
 
 
-def check_axis(size, field: str) -> None:
+def check_axis(size: object, field: str) -> None:
     """One resized axis whose per-axis tables (coordinates, taps) fit the budget."""
     if _is_int(size) and size > max_axis():
         raise DescError(field, size, f"is more than the per-axis budget of {_count(max_axis())} entries for "
                         "a resized axis (dml_desc.budget.set_limits or DML_DESC_MAX_AXIS)")
 
 
-def check_table(entries: int, field: str, value, what: str) -> None:
+def check_table(entries: int, field: str, value: object, what: str) -> None:
     """A per-axis table of `entries` entries (`what` it is, for the message) that a lowered model would build at
     run time: refused past max_table(), naming the user's field and value."""
     if entries > max_table():

@@ -8,10 +8,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from . import __version__
 from .boundary import guarded
 from .errors import DescError, did_you_mean, require
+
+if TYPE_CHECKING:
+    from .canonical import Resampling
 
 DML_OPERATORS = ("RESAMPLE1", "RESAMPLE2", "RESAMPLE3", "RESAMPLE_GRAD", "RESAMPLE_GRAD1")
 
@@ -72,11 +76,12 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with usage errors as one line, `dml-desc: error: ...`, naming the closest valid value or option
     (argparse's own error prints its whole usage block first, which buries the message). --help is unchanged."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         """Print one line under the program's name and exit 2."""
         self.exit(2, f"{self.prog.split()[0]}: error: {_with_closest(message, self)} (see {self.prog} --help)\n")
 
-    def parse_args(self, args=None, namespace=None):
+    def parse_args(  # type: ignore[override]  # argparse's overloads for a Namespace subclass: not used here
+            self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         """As argparse's, but an unknown option is reported by the subcommand it was given to."""
         ns, extras = self.parse_known_args(args, namespace)
         if extras:
@@ -84,11 +89,13 @@ class OneLineParser(argparse.ArgumentParser):
         return ns
 
 
-def _subcommand_parser(parser: argparse.ArgumentParser, ns) -> argparse.ArgumentParser:
+def _subcommand_parser(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
     """The parser of the subcommand `ns` ran (the top-level parser when there is none)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return action.choices.get(getattr(ns, action.dest, None), parser)
+            name: str | None = getattr(ns, action.dest, None)
+            parsers: dict[str, argparse.ArgumentParser] = action.choices
+            return parsers.get(name, parser) if name is not None else parser
     return parser
 
 
@@ -112,7 +119,7 @@ CHANNELS_LAST = {"NXC", "NHWC", "NWC", "NDHWC"}
 LAYOUTS = ("NCX", "NXC", "NCHW", "NHWC")
 
 
-def source_layout(fmt: str, obj) -> str:
+def source_layout(fmt: str, obj: Any) -> str:
     """'NXC' when a description's tensors are channels-last (tf; oneDNN with data_format NXC, its default),
     else 'NCX' (DirectML, ONNX, torch)."""
     if fmt == "tf":
@@ -125,7 +132,7 @@ def source_layout(fmt: str, obj) -> str:
     return "NCX"
 
 
-def relayout(res, src: str, dst: str):
+def relayout(res: Resampling, src: str, dst: str) -> Resampling:
     """`res` with its channel axis moved from layout `src` to `dst` ('NCX'/'NCHW' or 'NXC'/'NHWC')."""
     first, last = src not in CHANNELS_LAST, dst not in CHANNELS_LAST
     axes = list(res.axes)
@@ -138,7 +145,7 @@ def relayout(res, src: str, dst: str):
 
 def cmd_convert(args: argparse.Namespace) -> int:
     """Convert one description (a file or stdin) from --from to --to; JSON on stdout, notes on stderr."""
-    options = {}
+    options: dict[str, Any] = {}
     if args.to == "dml":
         options = {k: v for k, v in (("operator", args.operator), ("offset_reading", args.offset_reading)) if v}
     if args.to == "onednn" and args.data_format:
@@ -147,12 +154,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
         options["opset"] = args.opset
     from . import conventions
     from .conventions import deconv
-    from .conventions.onnx import resolve_semantics
+    from .conventions.onnx_semantics import resolve_semantics
+    from .conventions.registry import FORMATS
     obj = conventions.read_json(args.file)
     if args.src is None:                    # as `run` and `explain` do: the format its keys give
         args.src = conventions.guess_format(obj)
         require(args.src is not None, "--from", None, f"is needed: the keys do not tell the format (one of "
-                f"{', '.join(conventions.FORMATS)})")
+                f"{', '.join(FORMATS)})")
     load_opts = {"offset_reading": args.offset_reading} if args.src == "dml" and args.offset_reading else {}
     if deconv.is_deconv(args.src, obj):
         reading = deconv.read(args.src, obj)
@@ -175,7 +183,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     except DescError as e:
         raise _layout_hint(e, args, obj) from None
     if "onnx" in (args.src, args.to):
-        from .conventions.onnx import describe_semantics
+        from .conventions.onnx_semantics import describe_semantics
         notes = (f"ONNX semantics {describe_semantics(args.semantics)}",) + tuple(notes)
     for note in tuple(res.notes) + tuple(notes):
         print(f"note: {note}", file=sys.stderr)
@@ -183,7 +191,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _layout_hint(e: DescError, args, obj) -> DescError:
+def _layout_hint(e: DescError, args: argparse.Namespace, obj: Any) -> DescError:
     """A refusal of tf or torch for a source of the other layout, with the option that moves the channel axis."""
     want = {"tf": "NXC", "torch": "NCX"}.get(args.to)
     if args.layout or want is None or source_layout(args.src, obj) == want:
@@ -194,7 +202,7 @@ def _layout_hint(e: DescError, args, obj) -> DescError:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of `dml-desc` with every subcommand."""
-    from .conventions import FORMATS
+    from .conventions.registry import FORMATS
     p = OneLineParser(prog="dml-desc", description="Resampling-gradient descriptors across "
                                 "DirectML, oneDNN, ONNX/onnxruntime, PyTorch and TensorFlow.")
     p.add_argument("--version", action="version", version=f"dml-desc {__version__}")
@@ -240,7 +248,7 @@ COMMAND_ENTRY_POINTS = ("conformance.run_command:add_command", "onnx_ops.cli:add
                         "conformance.cli:add_command")
 
 
-def _add_more(sub) -> None:
+def _add_more(sub: argparse._SubParsersAction[OneLineParser]) -> None:
     """Subcommands that live in the other packages (registered lazily so imports stay light)."""
     from .explain import add_command as add_explain
     add_explain(sub)
@@ -263,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     return guarded(lambda: _dispatch(build_parser().parse_args(argv)))
 
 
-def _dispatch(args) -> int:
-    return args.func(args)
+def _dispatch(args: argparse.Namespace) -> int:
+    code: int = args.func(args)         # the subcommand's cmd_* function (set_defaults)
+    return code
 
 
 if __name__ == "__main__":

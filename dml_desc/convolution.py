@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional, Tuple
+from typing import Any, ClassVar, Optional, Sequence, Tuple, cast
 
 from .enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
 from .errors import integer, require
@@ -20,13 +20,14 @@ def deconv_out_size(n_in: int, k: int, stride: int, dilation: int, begin: int, e
     return stride * (n_in - 1) + dilation * (k - 1) + 1 - begin - end + out_pad
 
 
-def _ints(values, name, n, minimum) -> Tuple[int, ...]:
+def _ints(values: object, name: str, n: int, minimum: int) -> Tuple[int, ...]:
     require(isinstance(values, (list, tuple)) and len(values) == n, name, values,
             f"must have DimensionCount={n} entries")
-    for i, v in enumerate(values):
-        integer(v, f"{name}[{i}]", minimum)
-        require(v <= 2 ** 32 - 1, f"{name}[{i}]", v, "must fit a UINT (at most 2^32-1)")
-    return tuple(values)
+    entries = cast("Sequence[object]", values)
+    for i, v in enumerate(entries):
+        number = integer(v, f"{name}[{i}]", minimum)
+        require(number <= 2 ** 32 - 1, f"{name}[{i}]", v, "must fit a UINT (at most 2^32-1)")
+    return cast("Tuple[int, ...]", tuple(entries))
 
 
 @dataclass
@@ -49,10 +50,10 @@ class DML_CONVOLUTION_OPERATOR_DESC:
     group_count: int = 1
     bias_tensor: Optional[DML_BUFFER_TENSOR_DESC] = None
     dimension_count: Optional[int] = None
-    fused_activation: Optional[dict] = None
+    fused_activation: Optional[dict[str, Any]] = None
     OPERATOR: ClassVar[str] = "DML_OPERATOR_CONVOLUTION"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("input_tensor", "filter_tensor", "output_tensor"):
             setattr(self, name, tensor_desc(getattr(self, name), pascal_case(name)))
         if self.bias_tensor is not None:
@@ -62,7 +63,7 @@ class DML_CONVOLUTION_OPERATOR_DESC:
         require(self.fused_activation is None, "FusedActivation", self.fused_activation,
                 "must be empty (fused activations are outside this library's scope)")
         self._check_tensors()
-        n = self.input_tensor.dimension_count - 2
+        n = cast(int, self.input_tensor.dimension_count) - 2     # an int once the tensor's __post_init__ ran
         if self.dimension_count is None:
             self.dimension_count = n
         integer(self.dimension_count, "DimensionCount")
@@ -75,7 +76,7 @@ class DML_CONVOLUTION_OPERATOR_DESC:
         self.output_padding = _ints(self.output_padding, "OutputPadding", n, 0)
         self._check_channels_and_sizes()
 
-    def _check_tensors(self):
+    def _check_tensors(self) -> None:
         t = (self.input_tensor, self.filter_tensor, self.output_tensor)
         require(t[0].dimension_count in (3, 4, 5), "InputTensor.DimensionCount", t[0].dimension_count,
                 "DirectML convolution takes 3-, 4- or 5-D tensors (1 to 3 spatial dimensions)")
@@ -87,8 +88,8 @@ class DML_CONVOLUTION_OPERATOR_DESC:
         require(t[0].data_type in (DT.FLOAT32, DT.FLOAT16), "InputTensor.DataType", t[0].data_type.name,
                 "DirectML convolution supports FLOAT32 and FLOAT16")
 
-    def _check_channels_and_sizes(self):
-        g = self.group_count
+    def _check_channels_and_sizes(self) -> None:
+        g, n = self.group_count, cast(int, self.dimension_count)      # n: set and checked by __post_init__
         require(isinstance(g, int) and not isinstance(g, bool) and g >= 1, "GroupCount", g, "must be an integer >= 1")
         x, w, y = self.input_tensor.sizes, self.filter_tensor.sizes, self.output_tensor.sizes
         forward = self.direction is DML_CONVOLUTION_DIRECTION.FORWARD
@@ -98,7 +99,7 @@ class DML_CONVOLUTION_OPERATOR_DESC:
         require(tuple(w[:2]) == want, "FilterTensor.Sizes", list(w),
                 f"must start with {list(want)} ({'[OC, IC/groups]' if forward else '[IC, OC/groups]'})")
         require(y[0] == x[0], "OutputTensor.Sizes", list(y), f"batch must equal InputTensor's {x[0]}")
-        for i in range(self.dimension_count):
+        for i in range(n):
             args = (w[2 + i], self.strides[i], self.dilations[i], self.start_padding[i], self.end_padding[i])
             size = conv_out_size(x[2 + i], *args) if forward else deconv_out_size(x[2 + i], *args,
                                                                                 self.output_padding[i])
@@ -111,9 +112,9 @@ class DML_CONVOLUTION_OPERATOR_DESC:
                 require(self.output_padding[i] < max(self.strides[i], self.dilations[i]), "OutputPadding",
                         list(self.output_padding), "each entry must be smaller than the stride or the dilation")
         if self.bias_tensor is not None:
-            b, want = self.bias_tensor, [1, y[1]] + [1] * self.dimension_count
+            b, bias_sizes = self.bias_tensor, [1, y[1]] + [1] * n
             require(b.dimension_count == len(y), "BiasTensor.DimensionCount", b.dimension_count,
                     f"must equal OutputTensor.DimensionCount={len(y)}")
-            require(list(b.sizes) == want, "BiasTensor.Sizes", list(b.sizes), f"must be {want}")
+            require(list(b.sizes) == bias_sizes, "BiasTensor.Sizes", list(b.sizes), f"must be {bias_sizes}")
             require(b.data_type == self.output_tensor.data_type, "BiasTensor.DataType", b.data_type.name,
                     f"must equal OutputTensor.DataType={self.output_tensor.data_type.name}")

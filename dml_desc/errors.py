@@ -1,10 +1,13 @@
 """The project's exception types. Every message names the field, the value and the rule."""
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Any, Iterable, NoReturn, cast
+
+if TYPE_CHECKING:
+    import re
 
 
-_UNPRINTABLE = None
+_UNPRINTABLE: re.Pattern[str] | None = None
 
 
 def printable(text: str) -> str:
@@ -20,7 +23,7 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
-def _escape(match) -> str:
+def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
@@ -28,7 +31,7 @@ def _escape(match) -> str:
 class DescError(ValueError):
     """An invalid descriptor, attribute set or model."""
 
-    def __init__(self, field: str, value, rule: str):
+    def __init__(self, field: str, value: object, rule: str) -> None:
         field = printable(field) if isinstance(field, str) else _short(field)
         field = field if len(field) <= 120 else field[:117] + "..."        # a user's 1 MB key, cut
         self.field, self.value, self.rule = field, value, rule
@@ -39,7 +42,7 @@ class ConversionError(DescError):
     """A conversion that cannot be exact."""
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     """repr(value) cut to 120 characters; never raises (huge ints, deep nesting, odd objects)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
         return f"<an integer of {value.bit_length()} bits>"
@@ -65,26 +68,27 @@ def require(ok: bool, field: str, value: object, rule: str, kind: type[DescError
 def one_of(value: object, options: Iterable[str], field: str) -> str:
     """A string that must be one of `options` (never hashed before its type is checked)."""
     require(isinstance(value, str) and value in options, field, value, f"must be one of {list(options)}")
-    return value
+    return cast(str, value)
 
 
-def int_list(value: object, field: str, minimum: int = 1, length: int | None = None) -> list:
+def int_list(value: object, field: str, minimum: int = 1, length: int | None = None) -> list[int]:
     """A list of integers >= minimum (optionally of a given length)."""
     require(isinstance(value, (list, tuple)), field, value, "must be a list of integers")
+    items = cast("list[object] | tuple[object, ...]", value)
     if length is not None:
-        require(len(value) == length, field, value, f"must be a list of {length} integers")
-    require(all(isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in value), field, value,
+        require(len(items) == length, field, value, f"must be a list of {length} integers")
+    require(all(isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in items), field, value,
             f"every entry must be an integer >= {minimum}")
-    return list(value)
+    return cast("list[int]", list(items))
 
 
 def flag(value: object, field: str) -> bool:
     """A JSON boolean (true/false, never 0/1); a DescError naming `field` otherwise."""
     require(isinstance(value, bool), field, value, "must be true or false")
-    return value
+    return cast(bool, value)
 
 
-def did_you_mean(name: object, known: Iterable) -> str:
+def did_you_mean(name: object, known: Iterable[object]) -> str:
     """' (did you mean 'X'?)' for the known name closest to a user's misspelt `name`, else ''."""
     import difflib
     close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
@@ -94,19 +98,21 @@ def did_you_mean(name: object, known: Iterable) -> str:
 def integer(value: object, field: str, minimum: int | None = None) -> int:
     """An integer (never a bool, never a float like 2.0), optionally >= minimum."""
     require(isinstance(value, int) and not isinstance(value, bool), field, value, "must be an integer")
+    number = cast(int, value)
     if minimum is not None:
-        require(value >= minimum, field, value, f"must be >= {minimum}")
-    return value
+        require(number >= minimum, field, value, f"must be >= {minimum}")
+    return number
 
 
 def parse_json(text: str | bytes, where: str = "json") -> object:
     """Strict JSON: duplicate keys, NaN/Infinity literals, non-UTF-8 bytes and deep nesting are DescErrors."""
     import json
     if isinstance(text, (bytes, bytearray)):
+        raw = bytes(text)
         try:
-            text = bytes(text).decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise DescError(where, bytes(text[max(e.start - 10, 0):e.start + 10]),
+            raise DescError(where, raw[max(e.start - 10, 0):e.start + 10],
                             f"is not UTF-8 (byte {e.start}): JSON must be UTF-8") from None
     require(isinstance(text, str), where, type(text).__name__, "must be JSON text")
     try:
@@ -127,8 +133,8 @@ def parse_json(text: str | bytes, where: str = "json") -> object:
         raise DescError(where, text[:40], f"holds a number Python will not read ({e})") from None
 
 
-def _unique_keys(pairs):
-    obj = {}
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
     for key, value in pairs:
         require(key not in obj, short_key(key), value, "is given twice in one JSON object (duplicate key)")
         obj[key] = value
@@ -150,24 +156,25 @@ def _int_literal(literal: str) -> int:
     return int(literal)
 
 
-def _no_constant(name):
+def _no_constant(name: str) -> NoReturn:
     raise DescError("json", name, "is not JSON (NaN and Infinity are not numbers in JSON)")
 
 
-def is_number(v) -> bool:
+def is_number(v: object) -> bool:
     """A finite int or float (never a bool; an int too large for a double is not finite)."""
     import math
     import numbers
     if isinstance(v, bool) or not isinstance(v, numbers.Real):      # numpy scalars are Real; numpy bools are not
         return False
-    return bool(abs(v) < 2 ** 1023) if isinstance(v, numbers.Integral) else math.isfinite(v)
+    return (bool(abs(v) < 2 ** 1023)  # type: ignore[operator]  # typeshed's Integral protocol lacks __lt__
+            if isinstance(v, numbers.Integral) else math.isfinite(v))
 
 
-def float32_number(v, field: str, positive: bool = False) -> float:
+def float32_number(v: object, field: str, positive: bool = False) -> float:
     """A number that float32 represents without overflow (and without underflow to 0 when positive)."""
     import numpy as np
     require(is_number(v), field, v, "must be a finite number")
-    f = float(v)
+    f = float(cast(float, v))
     require(abs(f) <= float(np.finfo(np.float32).max), field, v,
             "overflows float32 (|value| must be at most 3.4028235e38)")
     if positive:

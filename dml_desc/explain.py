@@ -10,18 +10,22 @@ description file.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import SupportsFloat, TypeVar
 from xml.sax.saxutils import escape
 
 import numpy as np
 
-from .canonical import AxisMap, Resampling
+from .canonical import AxisMap, Resampling, Scale
 from .errors import DescError, did_you_mean, printable, require
 from .weights import coordinates, forward_taps
+
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)    # the parser class of `dml-desc`'s subcommands
 
 # The ONNX coordinate_transformation_modes `--vs` takes by name (tf_crop_and_resize needs a roi: use a file).
 VS_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -38,7 +42,7 @@ class AxisPicture:
     weight: np.ndarray
 
 
-def axis_pictures(res: Resampling) -> list:
+def axis_pictures(res: Resampling) -> list[AxisPicture]:
     """An AxisPicture for every axis of `res` whose taps are not the identity (copied axes have nothing to show;
     an axis whose offsets cancel only after rounding, such as a DML size-1 axis, is copied too)."""
     pictures = []
@@ -58,13 +62,13 @@ def _copies(index: np.ndarray, weight: np.ndarray, ax: AxisMap) -> bool:
     return bool(np.all(w == 1.0) and np.count_nonzero(weight) == ax.out_size)
 
 
-def _num(v: float) -> str:
+def _num(v: SupportsFloat) -> str:
     """A short, exact-enough number: 6 significant digits, no trailing zeros, -0 as 0."""
     text = f"{float(v):.6g}"
     return "0" if text == "-0" else text
 
 
-def _scale(s) -> str:
+def _scale(s: Scale) -> str:
     """A scale as written: an exact Fraction as (p/q), `inf`, or a float's short form."""
     if isinstance(s, Fraction) and s.denominator != 1:
         return f"({s.numerator}/{s.denominator})"
@@ -111,16 +115,17 @@ def describe(res: Resampling, name: str, max_rows: int = 64) -> str:
     return "\n".join(lines)
 
 
-def vs_map(res: Resampling, other: str, semantics=None) -> tuple:
+def vs_map(res: Resampling, other: str, semantics: str | None = None) -> tuple[Resampling, str]:
     """(Resampling, label) of `other` for `res`'s sizes: an ONNX coordinate_transformation_mode by name, or
     another description file (which must have the same input and output shapes)."""
     from . import conventions
+    from .conventions.onnx_semantics import resolve_semantics
     if other in VS_MODES:
-        obj = {"op_type": "Resize", "opset": conventions.onnx.DEFAULT_OPSET, "input_shape": list(res.in_shape),
+        resize = {"op_type": "Resize", "opset": conventions.onnx.DEFAULT_OPSET, "input_shape": list(res.in_shape),
                "sizes": list(res.out_shape),
                "attributes": {"mode": res.mode.value, "coordinate_transformation_mode": other}}
-        semantics = conventions.onnx.resolve_semantics(semantics)     # no --semantics: the installed onnxruntime's
-        return conventions.load("onnx", obj, semantics=semantics)[0], f"onnx {other}"
+        semantics = resolve_semantics(semantics)     # no --semantics: the installed onnxruntime's
+        return conventions.load("onnx", resize, semantics=semantics)[0], f"onnx {other}"
     if not Path(other).exists():
         raise DescError("--vs", other, f"is neither a file nor one of {', '.join(VS_MODES)}"
                         f"{did_you_mean(other, VS_MODES)}")
@@ -159,14 +164,14 @@ class _Scale:
         return round(60 + (x - self.lo) * self.unit, 2)
 
 
-def _axis_scale(pictures: list) -> _Scale:
+def _axis_scale(pictures: list[AxisPicture]) -> _Scale:
     """One x-range for every map of an axis: all input cells and every sample point fit."""
     lo = min([-0.5] + [float(np.min(p.x)) - 0.5 for p in pictures])
     hi = max([p.map.in_size - 0.5 for p in pictures] + [float(np.max(p.x)) + 0.5 for p in pictures])
     return _Scale(lo, min(UNIT_MAX, (WIDTH - 90) / (hi - lo)))
 
 
-def _svg_panel(p: AxisPicture, label: str, top: float, color: str, sx: _Scale) -> list:
+def _svg_panel(p: AxisPicture, label: str, top: float, color: str, sx: _Scale) -> list[str]:
     """One axis of one map: input cells on top, where each output samples them (dots on the x line, with a
     line to every tap, thicker for a larger weight), and the output cells below, each joined to its dot."""
     ax = p.map
@@ -206,7 +211,7 @@ def _svg_panel(p: AxisPicture, label: str, top: float, color: str, sx: _Scale) -
     return out
 
 
-def svg(maps: list, title: str) -> str:
+def svg(maps: list[tuple[Resampling, str]], title: str) -> str:
     """The sampling grid of every resized axis of each (Resampling, label) in `maps`, one panel per axis and
     map, the maps of one axis one above the other on one x scale, as SVG text."""
     panels = [(p, f"{label}: axis {p.axis}, {p.map.in_size} -> {p.map.out_size}, x = {coordinate_rule(p.map)}",
@@ -231,9 +236,9 @@ def svg(maps: list, title: str) -> str:
 
 # ---- the command ----
 
-def add_command(sub) -> None:
+def add_command(sub: argparse._SubParsersAction[Parser]) -> None:
     """Register `explain` on the `dml-desc` subcommand parser."""
-    from .conventions import FORMATS
+    from .conventions.registry import FORMATS
     e = sub.add_parser("explain", help="print where each output samples the input and its taps; draw it as SVG",
                        description=__doc__.split("\n\n", 1)[1])
     e.add_argument("file", metavar="FILE.json")
@@ -247,7 +252,7 @@ def add_command(sub) -> None:
     e.set_defaults(func=cmd_explain)
 
 
-def cmd_explain(args) -> int:
+def cmd_explain(args: argparse.Namespace) -> int:
     """`dml-desc explain`: print each axis's coordinates and taps (and the --vs map's), write --svg."""
     from . import conventions
     from .conventions import deconv

@@ -31,9 +31,13 @@ import sys
 import tempfile
 import threading
 from contextlib import contextmanager
-from typing import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, NoReturn
 
 from .errors import DescError
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 TEMP_MARK = ".dml-desc-tmp."
 
@@ -41,17 +45,18 @@ TEMP_MARK = ".dml-desc-tmp."
 class FileError(DescError, OSError):
     """A file the project could not read or write; an OSError too (errno, strerror, filename = the user's path)."""
 
-    def __init__(self, path, error: OSError | None, rule: str, field: str = "file"):
+    def __init__(self, path: object, error: OSError | None, rule: str, field: str = "file") -> None:
         DescError.__init__(self, field, str(path), rule)
         self.errno = error.errno if error is not None else None
         self.strerror = error.strerror if error is not None else None
         self.filename = str(path)
 
-    def __str__(self):
-        return self.args[0]
+    def __str__(self) -> str:
+        message: str = self.args[0]        # DescError's one line
+        return message
 
 
-def regular_target(path, field: str = "OUT") -> str:
+def regular_target(path: object, field: str = "OUT") -> str:
     """`path` as a str, checked as an output: not empty, not a folder, device, FIFO, socket or symlink, and in a
     folder that exists. Returns the path."""
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
@@ -94,7 +99,7 @@ def new_file_mode() -> int:
     return 0o644
 
 
-def stale_temp_files(path) -> list[str]:
+def stale_temp_files(path: StrPath) -> list[str]:
     """Temporary files of `path` that a process no longer running left behind (its PID is in the name)."""
     folder, name = os.path.split(os.path.abspath(os.fspath(path)))
     prefix = f".{name}{TEMP_MARK}"
@@ -124,7 +129,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def write_atomic(path, data: bytes, check: Callable[[str], None] | None = None, field: str = "OUT") -> None:
+def write_atomic(path: StrPath, data: bytes, check: Callable[[str], None] | None = None, field: str = "OUT") -> None:
     """Replace the regular file `path` (or create it) with `data`, atomically; `check(temp_path)` may refuse the
     written file (raise) before it replaces `path`. The data is written through the descriptor that created the
     temporary file (O_CREAT | O_EXCL | O_NOFOLLOW), never by reopening its name, and the name must still hold that
@@ -158,7 +163,8 @@ def write_atomic(path, data: bytes, check: Callable[[str], None] | None = None, 
             _remove(tmp)
 
 
-def write_files(folder, files: dict, check: Callable[[str], None] | None = None, field: str = "OUT") -> None:
+def write_files(folder: StrPath, files: dict[str, bytes], check: Callable[[str], None] | None = None,
+                field: str = "OUT") -> None:
     """Write several files into `folder` together, each replacing a regular file (or nothing) of that name: a model
     and its external data. `files` maps plain names (no folder) to bytes, in the order they replace their targets.
     Each is written through the descriptor that created it into a private staging folder inside `folder` (mode
@@ -185,7 +191,7 @@ def write_files(folder, files: dict, check: Callable[[str], None] | None = None,
     _staged(folder, list(files), fill, check, field)
 
 
-def write_with(path, write: Callable[[str], None], check: Callable[[str], None] | None = None,
+def write_with(path: StrPath, write: Callable[[str], None], check: Callable[[str], None] | None = None,
                field: str = "OUT") -> None:
     """Like `write_atomic`, for a writer that needs a file name: `write(name)` writes the new contents to `name`.
     The name lies in a staging folder created for this write inside `path`'s folder (mode 0700: no other user can
@@ -210,7 +216,8 @@ def write_with(path, write: Callable[[str], None], check: Callable[[str], None] 
             None if check is None else lambda staging: check(os.path.join(staging, name)), field)
 
 
-def _staged(folder, names: list, fill: Callable[[str], None], check, field: str) -> None:
+def _staged(folder: StrPath, names: list[str], fill: Callable[[str], None], check: Callable[[str], None] | None,
+            field: str) -> None:
     """Create a private staging folder in `folder`, `fill(staging)` it with `names` (raising FileError on a file
     system failure), `check(staging)`, then rename each over its target in `folder` (regular files only; a
     rewritten file keeps its mode). The staging folder is removed on any error, KeyboardInterrupt or SIGTERM."""
@@ -238,7 +245,7 @@ def _staged(folder, names: list, fill: Callable[[str], None], check, field: str)
                 shutil.rmtree(staging, ignore_errors=True)
 
 
-def _plain_name(name) -> bool:
+def _plain_name(name: object) -> bool:
     return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
             and os.sep not in name and (os.altsep is None or os.altsep not in name))
 
@@ -260,7 +267,7 @@ def _create(path: str) -> int:
                    | getattr(os, "O_CLOEXEC", 0), 0o600)
 
 
-def _write_all(fd: int, data) -> None:
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data).cast("B")
     while view:
         view = view[os.write(fd, view):]
@@ -313,13 +320,13 @@ def _fsync_folder(folder: str) -> None:
 
 
 @contextmanager
-def _terminate_as_interrupt():
+def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt inside the block (main thread only), so `finally` removes the temp file."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def interrupt(signum, frame):
+    def interrupt(signum: int, frame: FrameType | None) -> NoReturn:
         raise KeyboardInterrupt("terminated (SIGTERM)")
     try:
         previous = signal.signal(signal.SIGTERM, interrupt)
@@ -332,7 +339,7 @@ def _terminate_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def read_bounded(path, limit: int, what: str, field: str = "FILE") -> bytes:
+def read_bounded(path: object, limit: int, what: str, field: str = "FILE") -> bytes:
     """The bytes of a file (or stdin for "-"), refused before reading past `limit` bytes (a device such as
     /dev/zero, an endless stream, a file larger than any valid `what`)."""
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
@@ -359,7 +366,7 @@ def read_bounded(path, limit: int, what: str, field: str = "FILE") -> bytes:
     return data
 
 
-def read_region(path, offset: int = 0, length: int | None = None, field: str = "FILE") -> bytes:
+def read_region(path: StrPath, offset: int = 0, length: int | None = None, field: str = "FILE") -> bytes:
     """`length` bytes (to the end when None) from `offset` of the regular file `path`. It is opened without
     following a final symlink and without blocking, and checked through that descriptor: a FIFO, device or link
     put in its place after a check is refused, never waited on or followed. A region past the file's end is a
@@ -385,7 +392,7 @@ def read_region(path, offset: int = 0, length: int | None = None, field: str = "
         os.close(fd)
 
 
-def open_regular(path, field: str = "FILE"):
+def open_regular(path: object, field: str = "FILE") -> BinaryIO:
     """`path` opened for binary reading when it is a regular file (a symlink to one is fine). A folder, FIFO,
     socket or device is refused from its type before any read and without blocking: stat, then an O_NONBLOCK
     open checked again with fstat (it may have been replaced meanwhile). One DescError naming `field` and the
@@ -416,7 +423,7 @@ def _open_checked(path: str, field: str, flags: int = 0) -> int:
     return fd
 
 
-def read_regular(path, limit: int, what: str, field: str = "FILE") -> bytes:
+def read_regular(path: StrPath, limit: int, what: str, field: str = "FILE") -> bytes:
     """The bytes of the regular file `path` (open_regular), at most `limit` of them: a larger file is refused
     from its size, one that grows meanwhile after `limit` + 1 bytes."""
     rule = f"is larger than any valid {what} ({limit} bytes at most)"

@@ -5,11 +5,14 @@ It depends only on the core (canonical map, taps), so `dml-desc run --backend nu
 from here; `conformance.reference` re-exports it."""
 from __future__ import annotations
 
+from typing import Callable
+
 import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
-from dml_desc.canonical import Resampling
+from dml_desc.canonical import AxisMap, Resampling
 from dml_desc.conventions.deconv import ConvSpec
 from dml_desc.weights import Taps, forward_taps, gradient_taps
 
@@ -24,10 +27,12 @@ def contract(data: np.ndarray, taps: Taps, axis: int, skip_zero: bool = False) -
     terms = gathered * weight
     if skip_zero:
         terms = np.where(weight != 0, terms, 0.0)
-    return terms.sum(axis=axis + 1)
+    out: np.ndarray = terms.sum(axis=axis + 1)
+    return out
 
 
-def _run(data, res: Resampling, table, expected_shape, fill, skip_zero: bool = False):
+def _run(data: npt.ArrayLike, res: Resampling, table: Callable[[AxisMap, Resampling], Taps],
+         expected_shape: tuple[int, ...], fill: np.ndarray | None, skip_zero: bool = False) -> np.ndarray:
     from dml_desc.errors import DescError, require
     data = np.asarray(data)
     require(data.dtype.kind not in "OSUbMmc", "data.dtype", str(data.dtype), "must be a real numeric dtype "
@@ -57,12 +62,12 @@ def resize_grad(dy: np.ndarray, res: Resampling) -> np.ndarray:
     return _run(dy, res, gradient_taps, res.out_shape, None, skip_zero=True)    # merged taps: 0 is padding
 
 
-def _check_resampling(res) -> None:
+def _check_resampling(res: object) -> None:
     from dml_desc.errors import require
     require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling (dml_desc.conventions.load)")
 
 
-def _extrapolated_fill(res: Resampling):
+def _extrapolated_fill(res: Resampling) -> np.ndarray | None:
     """tf_crop_and_resize: outputs whose coordinate leaves [0, in-1] on any axis hold the constant."""
     if not any(a.extrapolate for a in res.axes) or res.extrapolation_value == 0:
         return None
@@ -82,7 +87,7 @@ def _extrapolated_fill(res: Resampling):
 NUMPY_DTYPES = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 
 
-def as_dtype(values, dtype: str) -> np.ndarray:
+def as_dtype(values: npt.ArrayLike, dtype: str) -> np.ndarray:
     """`values` rounded to the suite dtype `dtype` ('f64', 'f32', 'f16', 'bf16')."""
     return np.asarray(values, np.float64).astype(NUMPY_DTYPES[dtype])
 
@@ -100,4 +105,5 @@ def conv_data_grad(diff_dst: np.ndarray, weights: np.ndarray, spec: ConvSpec) ->
     w = weights.astype(np.float64).reshape((g, spec.src_channels // g, spec.dst_channels // g) + spec.kernel)
     o, k = "pqr"[:n], "PQR"[:n]          # spatial output and kernel letters; no clash with z, g, c, m
     out = np.einsum(f"zgc{o}{k},gmc{k}->zgm{o}", win, w, optimize=True)
-    return out.reshape(spec.diff_src_shape).astype(diff_dst.dtype)
+    diff_src: np.ndarray = out.reshape(spec.diff_src_shape).astype(diff_dst.dtype)
+    return diff_src

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, ClassVar, Optional, Sequence, Tuple, Union, cast
 
 from .enums import DML_AXIS_DIRECTION, DML_INTERPOLATION_MODE, DML_TENSOR_DATA_TYPE as DT, parse_enum
 from .errors import float32_number, integer, require, short_key
@@ -13,9 +13,11 @@ ALL_TYPES = FLOATS + (DT.INT32, DT.INT16, DT.INT8, DT.UINT32, DT.UINT16, DT.UINT
 FEATURE_LEVELS = ("1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1", "5_0", "5_1", "5_2", "6_0",
                   "6_1", "6_2", "6_3", "6_4")
 LATEST = FEATURE_LEVELS[-1]
+# A descriptor's support, newest first: (feature level, dimension counts, data types) per row.
+SupportTable = Tuple[Tuple[str, Tuple[int, ...], Tuple[DT, ...]], ...]
 
 
-def _level(value) -> int:
+def _level(value: object) -> int:
     text = value.upper() if isinstance(value, str) and value.isascii() else ""    # ASCII case only: no 'ﬂ'
     text = text.replace("DML_FEATURE_LEVEL_", "").replace(".", "_")
     require(text in FEATURE_LEVELS, "feature_level", value, f"must be one of {', '.join(FEATURE_LEVELS)}")
@@ -27,9 +29,16 @@ class _ResampleLike:
     OPERATOR: ClassVar[str]
     FORWARD_IN: ClassVar[str]      # the field holding the forward input's sizes
     FORWARD_OUT: ClassVar[str]
-    SUPPORT: ClassVar[Tuple[Tuple[str, Tuple[int, ...], Tuple[DT, ...]], ...]]  # newest first
+    SUPPORT: ClassVar[SupportTable]  # newest first
+    # The fields every subclass (a dataclass) declares; rounding_direction only where hasattr() finds it.
+    interpolation_mode: DML_INTERPOLATION_MODE
+    scales: Tuple[float, ...]
+    input_pixel_offsets: Tuple[float, ...]
+    output_pixel_offsets: Tuple[float, ...]
+    dimension_count: Optional[int]
+    rounding_direction: DML_AXIS_DIRECTION
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in (self.FORWARD_IN, self.FORWARD_OUT):
             setattr(self, name, tensor_desc(getattr(self, name), pascal_case(name)))
         a, b = self.forward_in, self.forward_out
@@ -37,7 +46,7 @@ class _ResampleLike:
                 f"must equal {pascal_case(self.FORWARD_IN)}.DataType={a.data_type.name}")
         require(a.dimension_count == b.dimension_count, f"{pascal_case(self.FORWARD_OUT)}.DimensionCount",
                 b.dimension_count, f"must equal {pascal_case(self.FORWARD_IN)}.DimensionCount={a.dimension_count}")
-        n = a.dimension_count
+        n = cast(int, a.dimension_count)      # an int once DML_BUFFER_TENSOR_DESC.__post_init__ ran
         self.interpolation_mode = parse_enum(DML_INTERPOLATION_MODE, self.interpolation_mode, "InterpolationMode")
         if hasattr(self, "rounding_direction"):
             self.rounding_direction = parse_enum(DML_AXIS_DIRECTION, self.rounding_direction, "RoundingDirection")
@@ -53,13 +62,13 @@ class _ResampleLike:
 
     @property
     def forward_in(self) -> DML_BUFFER_TENSOR_DESC:
-        return getattr(self, self.FORWARD_IN)
+        return cast(DML_BUFFER_TENSOR_DESC, getattr(self, self.FORWARD_IN))
 
     @property
     def forward_out(self) -> DML_BUFFER_TENSOR_DESC:
-        return getattr(self, self.FORWARD_OUT)
+        return cast(DML_BUFFER_TENSOR_DESC, getattr(self, self.FORWARD_OUT))
 
-    def check_support(self, feature_level=LATEST) -> None:
+    def check_support(self, feature_level: str = LATEST) -> None:
         """Raise unless this feature level supports the dimension count and data type."""
         level = _level(feature_level)
         rows = [r for r in self.SUPPORT if _level(r[0]) <= level]
@@ -73,26 +82,28 @@ class _ResampleLike:
                 f"{self.OPERATOR} supports {[t.name for t in types]}")
 
 
-def tensor_desc(value, name) -> DML_BUFFER_TENSOR_DESC:
+def tensor_desc(value: object, name: str) -> DML_BUFFER_TENSOR_DESC:
     """`value` (a DML_BUFFER_TENSOR_DESC or a dict of its fields) as a tensor description named `name`."""
     if isinstance(value, DML_BUFFER_TENSOR_DESC):
         value.name = name
         return value
     require(isinstance(value, dict), name, value, "must be a DML_BUFFER_TENSOR_DESC or a dict")
+    fields = cast("dict[str, Any]", value)
     known = set(DML_BUFFER_TENSOR_DESC.__dataclass_fields__) - {"name"}
-    unknown = sorted((k for k in value if k not in known), key=str)
+    unknown = sorted((k for k in fields if k not in known), key=str)
     require(not unknown, f"{name}.{short_key(unknown[0]) if unknown else ''}", None,
             f"unknown field; a tensor has {sorted(known)}")
     for needed in ("data_type", "sizes"):
-        require(needed in value, f"{name}.{needed}", None, "is required")
-    return DML_BUFFER_TENSOR_DESC(name=name, **value)
+        require(needed in fields, f"{name}.{needed}", None, "is required")
+    return DML_BUFFER_TENSOR_DESC(name=name, **fields)
 
 
-def _floats(values, name, n, positive=False) -> Tuple[float, ...]:
+def _floats(values: object, name: str, n: int, positive: bool = False) -> Tuple[float, ...]:
     """DirectML's FLOAT array: each entry a finite float32 (a scale > 0 that does not round to 0)."""
     require(isinstance(values, (list, tuple)), name, values, "must be a list of numbers")
-    require(len(values) == n, name, list(values), f"must have DimensionCount={n} entries")
-    return tuple(float32_number(v, f"{name}[{i}]", positive) for i, v in enumerate(values))
+    entries = cast("Sequence[object]", values)
+    require(len(entries) == n, name, list(entries), f"must have DimensionCount={n} entries")
+    return tuple(float32_number(v, f"{name}[{i}]", positive) for i, v in enumerate(entries))
 
 
 def pascal_case(snake: str) -> str:
@@ -100,8 +111,8 @@ def pascal_case(snake: str) -> str:
     return "".join(w.capitalize() for w in snake.split("_"))
 
 
-_RESAMPLE_SUPPORT = (("5_1", (1, 2, 3, 4), ALL_TYPES), ("2_1", (4,), FLOATS))
-_GRAD_SUPPORT = (("5_1", (1, 2, 3, 4), FLOATS), ("3_0", (4,), FLOATS))
+_RESAMPLE_SUPPORT: SupportTable = (("5_1", (1, 2, 3, 4), ALL_TYPES), ("2_1", (4,), FLOATS))
+_GRAD_SUPPORT: SupportTable = (("5_1", (1, 2, 3, 4), FLOATS), ("3_0", (4,), FLOATS))
 
 
 @dataclass
@@ -121,7 +132,7 @@ class DML_RESAMPLE1_OPERATOR_DESC(_ResampleLike):
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE1"
     FORWARD_IN: ClassVar[str] = "input_tensor"
     FORWARD_OUT: ClassVar[str] = "output_tensor"
-    SUPPORT: ClassVar = _RESAMPLE_SUPPORT
+    SUPPORT: ClassVar[SupportTable] = _RESAMPLE_SUPPORT
 
 
 @dataclass
@@ -131,7 +142,7 @@ class DML_RESAMPLE2_OPERATOR_DESC(DML_RESAMPLE1_OPERATOR_DESC):
     """
     rounding_direction: DML_AXIS_DIRECTION = DML_AXIS_DIRECTION.INCREASING
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE2"
-    SUPPORT: ClassVar = (("5_1", (1, 2, 3, 4), ALL_TYPES),)
+    SUPPORT: ClassVar[SupportTable] = (("5_1", (1, 2, 3, 4), ALL_TYPES),)
 
 
 @dataclass
@@ -139,9 +150,9 @@ class DML_RESAMPLE3_OPERATOR_DESC(DML_RESAMPLE2_OPERATOR_DESC):
     """directml.h DML_RESAMPLE3_OPERATOR_DESC: RESAMPLE2 plus Antialiased."""
     antialiased: bool = False
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE3"
-    SUPPORT: ClassVar = (("6_4", (1, 2, 3, 4), ALL_TYPES),)
+    SUPPORT: ClassVar[SupportTable] = (("6_4", (1, 2, 3, 4), ALL_TYPES),)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         require(isinstance(self.antialiased, bool), "Antialiased", self.antialiased, "must be a boolean")
         super().__post_init__()
 
@@ -162,7 +173,7 @@ class DML_RESAMPLE_GRAD_OPERATOR_DESC(_ResampleLike):
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE_GRAD"
     FORWARD_IN: ClassVar[str] = "output_gradient_tensor"    # dX has the forward input's sizes
     FORWARD_OUT: ClassVar[str] = "input_gradient_tensor"    # dY has the forward output's sizes
-    SUPPORT: ClassVar = _GRAD_SUPPORT
+    SUPPORT: ClassVar[SupportTable] = _GRAD_SUPPORT
 
 
 @dataclass
@@ -170,19 +181,19 @@ class DML_RESAMPLE_GRAD1_OPERATOR_DESC(DML_RESAMPLE_GRAD_OPERATOR_DESC):
     """directml.h DML_RESAMPLE_GRAD1_OPERATOR_DESC: RESAMPLE_GRAD plus RoundingDirection for nearest."""
     rounding_direction: DML_AXIS_DIRECTION = DML_AXIS_DIRECTION.INCREASING
     OPERATOR: ClassVar[str] = "DML_OPERATOR_RESAMPLE_GRAD1"
-    SUPPORT: ClassVar = (("5_1", (1, 2, 3, 4), FLOATS),)
+    SUPPORT: ClassVar[SupportTable] = (("5_1", (1, 2, 3, 4), FLOATS),)
 
 
 # Any of the five resampling descriptors (type hints).
 ResampleDescriptor = Union[DML_RESAMPLE1_OPERATOR_DESC, DML_RESAMPLE2_OPERATOR_DESC, DML_RESAMPLE3_OPERATOR_DESC,
                            DML_RESAMPLE_GRAD_OPERATOR_DESC, DML_RESAMPLE_GRAD1_OPERATOR_DESC]
-RESAMPLE_DESCS = {c.OPERATOR: c for c in (
+RESAMPLE_DESCS: dict[str, type[ResampleDescriptor]] = {c.OPERATOR: c for c in (
     DML_RESAMPLE1_OPERATOR_DESC, DML_RESAMPLE2_OPERATOR_DESC, DML_RESAMPLE3_OPERATOR_DESC,
     DML_RESAMPLE_GRAD_OPERATOR_DESC, DML_RESAMPLE_GRAD1_OPERATOR_DESC)}
 
 
-def half_pixel(cls: type, mode: DML_INTERPOLATION_MODE, in_sizes: Sequence[int], out_sizes: Sequence[int],
-               data_type: DT = DT.FLOAT32, **extra) -> ResampleDescriptor:
+def half_pixel(cls: type[ResampleDescriptor], mode: DML_INTERPOLATION_MODE, in_sizes: Sequence[int],
+               out_sizes: Sequence[int], data_type: DT = DT.FLOAT32, **extra: Any) -> ResampleDescriptor:
     """A descriptor with DirectMLX's defaults: Scales = out/in, offsets 0.5 / -0.5."""
     require(cls in RESAMPLE_DESCS.values(), "cls", cls, f"must be one of {sorted(RESAMPLE_DESCS)}")
     for name, sizes in (("in_sizes", in_sizes), ("out_sizes", out_sizes)):
@@ -192,5 +203,6 @@ def half_pixel(cls: type, mode: DML_INTERPOLATION_MODE, in_sizes: Sequence[int],
     n = len(in_sizes)
     tensors = {cls.FORWARD_IN: DML_BUFFER_TENSOR_DESC.packed(data_type, in_sizes),
                cls.FORWARD_OUT: DML_BUFFER_TENSOR_DESC.packed(data_type, out_sizes)}
-    return cls(interpolation_mode=mode, scales=[o / i for o, i in zip(out_sizes, in_sizes)],
-               input_pixel_offsets=[0.5] * n, output_pixel_offsets=[-0.5] * n, **tensors, **extra)
+    build: Callable[..., ResampleDescriptor] = cls     # __post_init__ turns the lists into tuples
+    return build(interpolation_mode=mode, scales=[o / i for o, i in zip(out_sizes, in_sizes)],
+                 input_pixel_offsets=[0.5] * n, output_pixel_offsets=[-0.5] * n, **tensors, **extra)

@@ -11,8 +11,10 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from .canonical import AxisMap, Mode, Resampling, Rounding, fraction
 
@@ -33,12 +35,14 @@ class Taps:
     @property
     def rows(self) -> int:
         """The number of rows (outputs of this matrix)."""
-        return self.index.shape[0]
+        rows: int = self.index.shape[0]
+        return rows
 
     @property
     def width(self) -> int:
         """K, the number of taps per row (padding taps have weight 0)."""
-        return self.index.shape[1]
+        width: int = self.index.shape[1]
+        return width
 
     def dense(self) -> np.ndarray:
         """The (rows, cols) float64 matrix; duplicate indices in a row add up."""
@@ -100,7 +104,7 @@ class Taps:
         return Taps(index, weight, self.rows)
 
 
-def sorted_unique(values) -> np.ndarray:
+def sorted_unique(values: npt.ArrayLike) -> np.ndarray:
     """The distinct values, sorted: np.unique by sorting. numpy >= 2.3 finds plain unique values with a hash
     table that is quadratic on some int64 keys (np.unique(np.arange(2 ** 21)) took 13 s, a 2^22 axis hours);
     a sort is O(k log k) on any keys (docs/limits.md, "Time")."""
@@ -139,7 +143,7 @@ def coordinates(ax: AxisMap) -> np.ndarray:
     return (q - ax.in_offset).astype(F32).astype(np.float64)
 
 
-def exact_coordinates(ax: AxisMap) -> list:
+def exact_coordinates(ax: AxisMap) -> list[Fraction]:
     """x for every output index as an exact Fraction: (o - out_offset) / scale - in_offset, no rounding."""
     shift = fraction(ax.in_offset)
     if ax.scale == math.inf:
@@ -148,13 +152,13 @@ def exact_coordinates(ax: AxisMap) -> list:
     return [(o - out_offset) / s - shift for o in range(ax.out_size)]
 
 
-ROUND = {
+ROUND: dict[Rounding, Callable[[np.ndarray], np.ndarray]] = {
     Rounding.ROUND_PREFER_FLOOR: lambda x: np.ceil(x - 0.5),
     Rounding.ROUND_PREFER_CEIL: lambda x: np.floor(x + 0.5),
     Rounding.FLOOR: np.floor,
     Rounding.CEIL: np.ceil,
 }
-EXACT_ROUND = {
+EXACT_ROUND: dict[Rounding, Callable[[Fraction], int]] = {
     Rounding.ROUND_PREFER_FLOOR: lambda x: math.ceil(x - Fraction(1, 2)),
     Rounding.ROUND_PREFER_CEIL: lambda x: math.floor(x + Fraction(1, 2)),
     Rounding.FLOOR: math.floor,
@@ -181,12 +185,14 @@ def nearest_index(ax: AxisMap, x: np.ndarray) -> np.ndarray:
     if ax.exact and ax.coords is None:
         return np.array([min(max(EXACT_ROUND[ax.rounding](q), -FAR), FAR) for q in exact_coordinates(ax)],
                         np.int64)
-    return np.clip(ROUND[ax.rounding](snap_ties(x, ax.tie_tolerance)), -FAR, FAR).astype(np.int64)
+    index: np.ndarray = np.clip(ROUND[ax.rounding](snap_ties(x, ax.tie_tolerance)), -FAR, FAR).astype(np.int64)
+    return index
 
 
 def linear_kernel(t: np.ndarray, a: float) -> np.ndarray:
     """The triangle (tent) filter max(0, 1 - |t|); `a` is unused (the signature matches cubic_kernel)."""
-    return np.clip(1.0 - np.abs(t), 0.0, None)
+    weight: np.ndarray = np.clip(1.0 - np.abs(t), 0.0, None)
+    return weight
 
 
 def cubic_kernel(t: np.ndarray, a: float) -> np.ndarray:
@@ -199,7 +205,11 @@ def cubic_kernel(t: np.ndarray, a: float) -> np.ndarray:
     return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
-def lanczos_kernel(radius: float):
+# A filter kernel: (distances in input pixels, its coefficient a) -> weights.
+Kernel = Callable[[np.ndarray, float], np.ndarray]
+
+
+def lanczos_kernel(radius: float) -> Kernel:
     """Lanczos-`radius` (TF's LanczosKernelFunc, JAX's _fill_lanczos_kernel, torch's lanczos): sinc(t) sinc(t / r)
     for |t| <= r, 1 within 1e-3 of 0 (as they all special-case it)."""
     def kernel(t: np.ndarray, a: float) -> np.ndarray:
@@ -230,10 +240,11 @@ def box_kernel(t: np.ndarray, a: float) -> np.ndarray:
     return np.where(t < 0.5, 1.0, np.where(t == 0.5, 0.5, 0.0))
 
 
-KERNELS = {Mode.LINEAR: (linear_kernel, 1.0), Mode.CUBIC: (cubic_kernel, 2.0),
-           Mode.LANCZOS1: (lanczos_kernel(1.0), 1.0), Mode.LANCZOS3: (lanczos_kernel(3.0), 3.0),
-           Mode.LANCZOS5: (lanczos_kernel(5.0), 5.0), Mode.GAUSSIAN: (gaussian_kernel, 1.5),
-           Mode.MITCHELLCUBIC: (mitchell_kernel, 2.0), Mode.BOX: (box_kernel, 1.0)}
+KERNELS: dict[Mode, tuple[Kernel, float]] = {
+    Mode.LINEAR: (linear_kernel, 1.0), Mode.CUBIC: (cubic_kernel, 2.0),
+    Mode.LANCZOS1: (lanczos_kernel(1.0), 1.0), Mode.LANCZOS3: (lanczos_kernel(3.0), 3.0),
+    Mode.LANCZOS5: (lanczos_kernel(5.0), 5.0), Mode.GAUSSIAN: (gaussian_kernel, 1.5),
+    Mode.MITCHELLCUBIC: (mitchell_kernel, 2.0), Mode.BOX: (box_kernel, 1.0)}
 # Filters that always read the taps their (stretched, with antialias) support covers, normalised: the framework
 # filters. LINEAR and CUBIC keep their fixed 2 / 4 taps unless antialias is on.
 WINDOWED = (Mode.LANCZOS1, Mode.LANCZOS3, Mode.LANCZOS5, Mode.GAUSSIAN, Mode.MITCHELLCUBIC, Mode.BOX)
@@ -244,7 +255,7 @@ def _nearest(ax: AxisMap, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx[:, None], np.ones((len(x), 1))
 
 
-def _window(ax: AxisMap, x: np.ndarray, res: Resampling):
+def _window(ax: AxisMap, x: np.ndarray, res: Resampling) -> tuple[np.ndarray, int, float, float]:
     """(first tap, tap count, filter stretch, radius) for linear / cubic, plain or antialiased, and the windowed
     filters (stretched by the scale only with antialias)."""
     _, radius = KERNELS[res.mode]
@@ -308,7 +319,7 @@ def _pool(ax: AxisMap) -> tuple[np.ndarray, np.ndarray]:
     return idx, w
 
 
-def _key(ax: AxisMap, res: Resampling) -> tuple:
+def _key(ax: AxisMap, res: Resampling) -> tuple[AxisMap, Mode, float, bool, bool]:
     return ax, res.mode, res.cubic_coeff_a, res.exclude_outside, res.antialias
 
 
@@ -318,7 +329,7 @@ def forward_taps(ax: AxisMap, res: Resampling) -> Taps:
     return _forward_taps_cached(*_key(ax, res))
 
 
-def _check_args(ax, res) -> None:
+def _check_args(ax: object, res: object) -> None:
     from .errors import require
     require(isinstance(ax, AxisMap), "ax", type(ax).__name__, "must be an AxisMap")
     require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling")
@@ -332,22 +343,22 @@ def _read_only(taps: Taps) -> Taps:
 LONG_AXIS = 2 ** 16   # tables of longer axes (up to ~100 MB each at the per-axis budget) are cached 4 at a time
 
 
-def _forward_taps_cached(ax: AxisMap, *key) -> Taps:
+def _forward_taps_cached(ax: AxisMap, mode: Mode, a: float, exclude: bool, antialias: bool) -> Taps:
     long = max(ax.in_size, ax.out_size) > LONG_AXIS
-    return (_forward_long if long else _forward_short)(ax, *key)
+    return (_forward_long if long else _forward_short)(ax, mode, a, exclude, antialias)
 
 
 @lru_cache(maxsize=512)
-def _forward_short(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
+def _forward_short(ax: AxisMap, mode: Mode, a: float, exclude: bool, antialias: bool) -> Taps:
     return _read_only(_build_forward_taps(ax, mode, a, exclude, antialias))
 
 
 @lru_cache(maxsize=4)
-def _forward_long(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
+def _forward_long(ax: AxisMap, mode: Mode, a: float, exclude: bool, antialias: bool) -> Taps:
     return _read_only(_build_forward_taps(ax, mode, a, exclude, antialias))
 
 
-def _build_forward_taps(ax: AxisMap, mode, a, exclude, antialias) -> Taps:
+def _build_forward_taps(ax: AxisMap, mode: Mode, a: float, exclude: bool, antialias: bool) -> Taps:
     res = Resampling((ax,), mode, a, exclude, antialias)
     if ax.is_identity:
         return Taps(np.arange(ax.in_size)[:, None], np.ones((ax.in_size, 1)), ax.in_size)
@@ -370,19 +381,19 @@ def gradient_taps(ax: AxisMap, res: Resampling) -> Taps:
     return _gradient_taps_cached(*_key(ax, res))
 
 
-def _gradient_taps_cached(ax: AxisMap, *key) -> Taps:
+def _gradient_taps_cached(ax: AxisMap, mode: Mode, a: float, exclude: bool, antialias: bool) -> Taps:
     long = max(ax.in_size, ax.out_size) > LONG_AXIS
-    return (_gradient_long if long else _gradient_short)(ax, *key)
+    return (_gradient_long if long else _gradient_short)(ax, mode, a, exclude, antialias)
 
 
 @lru_cache(maxsize=512)
-def _gradient_short(*key) -> Taps:
-    return _read_only(_forward_taps_cached(*key).transpose())
+def _gradient_short(ax: AxisMap, mode: Mode, a: float, exclude: bool, antialias: bool) -> Taps:
+    return _read_only(_forward_taps_cached(ax, mode, a, exclude, antialias).transpose())
 
 
 @lru_cache(maxsize=4)
-def _gradient_long(*key) -> Taps:
-    return _read_only(_forward_taps_cached(*key).transpose())
+def _gradient_long(ax: AxisMap, mode: Mode, a: float, exclude: bool, antialias: bool) -> Taps:
+    return _read_only(_forward_taps_cached(ax, mode, a, exclude, antialias).transpose())
 
 
 def same_weights(a: Resampling, b: Resampling) -> bool:
@@ -403,7 +414,7 @@ def same_weights(a: Resampling, b: Resampling) -> bool:
     return True
 
 
-def outside_rows(ax: AxisMap) -> tuple:
+def outside_rows(ax: AxisMap) -> tuple[np.intp, ...]:
     """The output rows of an extrapolating axis whose coordinate falls outside the input (they read
     extrapolation_value); () where the axis does not extrapolate."""
     if not ax.extrapolate:

@@ -10,19 +10,22 @@ import pickle
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 from .bindings import Context, Failed, H
 from .graph import Refused, attribute_at_fault, run_graph
 from .library import open_library, version_of
 from .primitives import deconv_bwd_d, resampling_bwd, resampling_fwd
 
-RUNNERS = {"resampling_bwd": resampling_bwd, "resampling_fwd": resampling_fwd, "deconv_bwd_d": deconv_bwd_d,
-           "graph": run_graph}
+Runner = Callable[[Context, dict[str, Any]], dict[str, Any]]      # (context, job) -> the job's result
+RUNNERS: dict[str, Runner] = {"resampling_bwd": resampling_bwd, "resampling_fwd": resampling_fwd,
+                              "deconv_bwd_d": deconv_bwd_d, "graph": run_graph}
 
 
-def blame(job: dict) -> tuple:
+def blame(job: dict[str, Any]) -> tuple[str, Any]:
     """(field, value) an error of this job is reported against, when no attribute is singled out."""
-    return job.get("blame") or (("kind", job["op"]["kind"]) if "op" in job else ("op", job["kind"]))
+    given: tuple[str, Any] | None = job.get("blame")
+    return given or (("kind", job["op"]["kind"]) if "op" in job else ("op", job["kind"]))
 
 
 def main() -> None:
@@ -38,7 +41,7 @@ def main() -> None:
             out.flush()
 
 
-def _run_in_child(ctx, libc, job: dict) -> dict:
+def _run_in_child(ctx: Context, libc: C.CDLL, job: dict[str, Any]) -> dict[str, Any]:
     """One job's result, or {"error": ...} with oneDNN's status (or the reason it was not run)."""
     log = _VerboseCapture(libc)
     try:
@@ -66,14 +69,14 @@ def _run_in_child(ctx, libc, job: dict) -> dict:
 class _VerboseCapture:
     """The kernel name from ONEDNN_VERBOSE's exec lines, read back from this process's stdout (a temp file)."""
 
-    def __init__(self, libc):
+    def __init__(self, libc: C.CDLL) -> None:
         self.libc = libc
         self.file = tempfile.TemporaryFile()
         libc.fflush(None)
         self.saved = os.dup(1)
         os.dup2(self.file.fileno(), 1)
 
-    def kernel(self, primitive: str):
+    def kernel(self, primitive: tuple[str, ...]) -> str | None:
         """Restore stdout; the kernel of the first exec line of `primitive` (None when there is none)."""
         self.libc.fflush(None)
         os.dup2(self.saved, 1)

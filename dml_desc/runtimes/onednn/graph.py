@@ -3,22 +3,23 @@ executed as written; the attribute at fault when add_op refuses it."""
 from __future__ import annotations
 
 import ctypes as C
+from typing import Any
 
 import numpy as np
 
 from .bindings import ATTRS, CPU, DATA_TYPES, FPMATH_STRICT, LAYOUT_STRIDED, OP_KINDS, POLICY_FUSION, PLT, \
-    Failed, H, LogicalTensor
+    Context, Failed, H, LogicalTensor
 
 
 class Refused(Exception):
     """A job the binding cannot hand to oneDNN (e.g. an attribute name oneDNN Graph does not have)."""
 
-    def __init__(self, field: str, value, rule: str):
+    def __init__(self, field: str, value: object, rule: str) -> None:
         self.field, self.value, self.rule = field, value, rule
         super().__init__(rule)
 
 
-def _logical_tensor(t: dict) -> LogicalTensor:
+def _logical_tensor(t: dict[str, Any]) -> LogicalTensor:
     """The dnnl_graph_logical_tensor_t of a JSON tensor (strided; ndims -1 where the shape is unknown)."""
     lt = LogicalTensor()
     lt.id = int(t["id"])
@@ -37,12 +38,12 @@ def _logical_tensor(t: dict) -> LogicalTensor:
     return lt
 
 
-def _set_attr(ctx, op, name: str, a: dict) -> None:
+def _set_attr(ctx: Context, op: H, name: str, a: object) -> None:
     if name not in ATTRS:
         raise Refused(f"attrs.{name}", a, f"is not an attribute of oneDNN Graph's {sorted(OP_KINDS)} ops "
                        f"(they have {sorted(ATTRS)})")
     attr_id, kind = ATTRS[name]
-    value = a.get("value") if isinstance(a, dict) else None
+    value: Any = a.get("value") if isinstance(a, dict) else None       # JSON
     if kind == "string":
         raw = str(value).encode()
         ctx.call("dnnl_graph_op_set_attr_str", op, attr_id, raw, len(raw))
@@ -50,12 +51,12 @@ def _set_attr(ctx, op, name: str, a: dict) -> None:
         vals = (C.c_float * len(value))(*value)
         ctx.call("dnnl_graph_op_set_attr_f32", op, attr_id, vals, len(value))
     else:
-        vals = [value] if kind == "s64" else list(value)
-        arr = (C.c_int64 * len(vals))(*vals)
-        ctx.call("dnnl_graph_op_set_attr_s64", op, attr_id, arr, len(vals) if kind != "s64" else 1)
+        ints = [value] if kind == "s64" else list(value)
+        arr = (C.c_int64 * len(ints))(*ints)
+        ctx.call("dnnl_graph_op_set_attr_s64", op, attr_id, arr, len(ints) if kind != "s64" else 1)
 
 
-def _add_op(ctx, op_json: dict, skip: str | None = None):
+def _add_op(ctx: Context, op_json: dict[str, Any], skip: str | None = None) -> H:
     """A finalized one-op graph, or Failed from the call that refused it."""
     graph, op = H(), H()
     ctx.call("dnnl_graph_graph_create_with_fpmath_mode", C.byref(graph), CPU, FPMATH_STRICT)
@@ -64,7 +65,7 @@ def _add_op(ctx, op_json: dict, skip: str | None = None):
     for name, a in op_json.get("attrs", {}).items():
         if name != skip:
             _set_attr(ctx, op, name, a)
-    keep = []
+    keep: list[LogicalTensor] = []
     for t in op_json.get("inputs", []):
         keep.append(_logical_tensor(t))
         ctx.call("dnnl_graph_op_add_input", op, C.byref(keep[-1]))
@@ -77,7 +78,7 @@ def _add_op(ctx, op_json: dict, skip: str | None = None):
     return graph
 
 
-def attribute_at_fault(ctx, job):
+def attribute_at_fault(ctx: Context, job: dict[str, Any]) -> tuple[str, Any] | None:
     """The one attribute without which add_op accepts the op (None when no single one is to blame)."""
     op_json = job["op"]
     for name, a in op_json.get("attrs", {}).items():
@@ -89,7 +90,7 @@ def attribute_at_fault(ctx, job):
     return None
 
 
-def _partitions(ctx, graph) -> list:
+def _partitions(ctx: Context, graph: H) -> list[tuple[H, bool]]:
     num = C.c_size_t()
     ctx.call("dnnl_graph_graph_get_partition_num", graph, C.byref(num))
     parts = (H * num.value)()
@@ -106,7 +107,7 @@ PORT_CALLS = {"input": ("dnnl_graph_partition_get_input_ports_num", "dnnl_graph_
               "output": ("dnnl_graph_partition_get_output_ports_num", "dnnl_graph_partition_get_output_ports")}
 
 
-def _ports(ctx, part, which: str) -> list:
+def _ports(ctx: Context, part: H, which: str) -> list[LogicalTensor]:
     count_fn, ports_fn = PORT_CALLS[which]
     num = C.c_size_t()
     ctx.call(count_fn, part, C.byref(num))
@@ -115,7 +116,7 @@ def _ports(ctx, part, which: str) -> list:
     return list(lts)
 
 
-def run_graph(ctx, job) -> dict:
+def run_graph(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     """add_op (+ compile and execute when `inputs` maps input ids to arrays) of one oneDNN Graph op."""
     graph = _add_op(ctx, job["op"])
     parts = _partitions(ctx, graph)
@@ -130,11 +131,12 @@ def run_graph(ctx, job) -> dict:
     in_ptrs = (PLT * len(ins))(*[C.pointer(lt) for lt in ins])
     out_ptrs = (PLT * len(outs))(*[C.pointer(lt) for lt in outs])
     ctx.call("dnnl_graph_partition_compile", part, cp, len(ins), in_ptrs, len(outs), out_ptrs, ctx.engine)
-    arrays, tensors = [], []
+    arrays: list[np.ndarray] = []
+    tensors: list[H] = []
     for lt in ins:
         arrays.append(np.ascontiguousarray(job["inputs"][lt.id]))
         tensors.append(_graph_tensor(ctx, lt, arrays[-1]))
-    results = []
+    results: list[np.ndarray] = []
     for lt in outs:
         done = LogicalTensor()
         ctx.call("dnnl_graph_compiled_partition_query_logical_tensor", cp, lt.id, C.byref(done))
@@ -147,7 +149,7 @@ def run_graph(ctx, job) -> dict:
     return {"out": results[0], "api": "Graph", "kernel": None}
 
 
-def _graph_tensor(ctx, lt: LogicalTensor, array: np.ndarray) -> H:
+def _graph_tensor(ctx: Context, lt: LogicalTensor, array: np.ndarray) -> H:
     t = H()
     ctx.call("dnnl_graph_tensor_create", C.byref(t), C.byref(lt), ctx.engine, H(array.ctypes.data))
     return t

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 from ...errors import DescError
 from .bindings import Context
@@ -23,26 +24,29 @@ from .primitives import resampling_prepare
 class OnednnError(DescError):
     """oneDNN returned an error status or aborted; `status` is oneDNN's status name (or the signal)."""
 
-    def __init__(self, field: str, value, rule: str, status: str):
+    def __init__(self, field: str, value: object, rule: str, status: str) -> None:
         self.status = status
         super().__init__(field, value, rule)
 
 
-def run_jobs(jobs: list, max_isa: str | None = None, timeout: float = 300) -> list:
+JobResult = dict[str, Any] | OnednnError       # a job's result dict, or the error of that job
+
+
+def run_jobs(jobs: list[dict[str, Any]], max_isa: str | None = None, timeout: float = 300) -> list[JobResult]:
     """Run the jobs in one child process. Each result is a dict, or the OnednnError of that job.
 
     A job is {"kind": "resampling_bwd" | "resampling_fwd" | "deconv_bwd_d" | "graph", ...} (built in
     jobs.py). A child that dies (abort, signal) yields an OnednnError for the job it was running and reruns the
     jobs after it."""
     lib = require_library()
-    results: list = []
+    results: list[JobResult] = []
     while len(results) < len(jobs):
         done = _run_child(jobs[len(results):], lib, max_isa, timeout)
         results += done
     return results
 
 
-def _run_child(jobs: list, lib: Path, max_isa, timeout) -> list:
+def _run_child(jobs: list[dict[str, Any]], lib: Path, max_isa: str | None, timeout: float) -> list[JobResult]:
     env = dict(os.environ, ONEDNN_VERBOSE="1", **({"ONEDNN_MAX_CPU_ISA": max_isa} if max_isa else {}))
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -78,8 +82,8 @@ def _signal_name(sig: int) -> str:
         return "signal"
 
 
-def _read_results(path: Path) -> list:
-    out = []
+def _read_results(path: Path) -> list[JobResult]:
+    out: list[JobResult] = []
     if not path.exists():
         return out
     with open(path, "rb") as f:
@@ -94,7 +98,7 @@ def _read_results(path: Path) -> list:
     return out
 
 
-def run_one(job: dict, max_isa: str | None = None) -> dict:
+def run_one(job: dict[str, Any], max_isa: str | None = None) -> dict[str, Any]:
     """One job; its OnednnError is raised."""
     result = run_jobs([job], max_isa)[0]
     if isinstance(result, Exception):
@@ -102,10 +106,10 @@ def run_one(job: dict, max_isa: str | None = None) -> dict:
     return result
 
 
-_LOCAL: list = []
+_LOCAL: list[Context] = []
 
 
-def in_process(job: dict, threads: int | None = None) -> tuple:
+def in_process(job: dict[str, Any], threads: int | None = None) -> tuple[Callable[[], None], dict[str, Any]]:
     """(run, result) for timing a resampling job: first a contained run in a child (oneDNN's errors and aborts
     stay there), then the same primitive built in this process; run() executes it. For benchmarks only."""
     result = run_one(job)

@@ -4,19 +4,26 @@ A job is a dict: {"kind": "resampling_bwd" | "resampling_fwd" | "deconv_bwd_d" |
 arrays in the description's own layout, and "blame" (field, value) for an error."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import DescError
 from .isolation import run_one
 
+if TYPE_CHECKING:
+    from ...canonical import Resampling
+    from ...conventions.deconv import ConvSpec
 
-def _cast(array, dtype: str) -> np.ndarray:
+
+def _cast(array: npt.ArrayLike, dtype: str) -> np.ndarray:
     import ml_dtypes
     target = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
     return np.ascontiguousarray(np.asarray(array, np.float64).astype(np.float32).astype(target))
 
 
-def interpolate_job(op: dict, dy, api: str = "graph") -> dict:
+def interpolate_job(op: dict[str, Any], dy: npt.ArrayLike, api: str = "graph") -> dict[str, Any]:
     """A job for one InterpolateBackward op of a oneDNN Graph document; dy in the op's data_format layout."""
     from ...conventions.onednn import attrs_of
     a = attrs_of(op)
@@ -33,7 +40,8 @@ def interpolate_job(op: dict, dy, api: str = "graph") -> dict:
             "diff_src_shape": tuple(src), "blame": blame}
 
 
-def deconv_job(spec, dd, w, data_format: str, weights_format: str, dtype: str = "f32", api: str = "graph") -> dict:
+def deconv_job(spec: ConvSpec, dd: npt.ArrayLike, w: npt.ArrayLike, data_format: str, weights_format: str,
+               dtype: str = "f32", api: str = "graph") -> dict[str, Any]:
     """A ConvTransposeBackwardData job; dd in data_format, w in weights_format layout. The Graph API ignores
     dilations (src/graph/backend/dnnl/executables/deconv.cpp), so a dilated op must take the primitive API."""
     from ...conventions.deconv import to_layout, to_onednn
@@ -55,20 +63,21 @@ def deconv_job(spec, dd, w, data_format: str, weights_format: str, dtype: str = 
             "diff_src_shape": tuple(to_layout(spec.diff_src_shape, data_format)), "blame": blame}
 
 
-def accepts_job(doc: dict) -> dict:
+def accepts_job(doc: dict[str, Any]) -> dict[str, Any]:
     """Does oneDNN's add_op (and partitioning) accept this one-op document? The job's error says why not."""
     from ...conventions.onednn import find_op
     op = find_op(doc, ("Interpolate", "InterpolateBackward", "ConvTransposeBackwardData"))
     return {"kind": "graph", "op": op, "blame": ("kind", op["kind"])}
 
 
-def describe(result: dict) -> str:
+def describe(result: dict[str, Any]) -> str:
     """'onednn 3.2.0, Graph API, kernel jit:avx512_core (max ISA avx512_core_bf16)' for a job's result."""
     return (f"onednn {result['version']}, {result['api']} API, kernel {result.get('kernel') or 'unknown'} "
             f"(max ISA {result.get('isa')})")
 
 
-def interpolate_backward(res, dy, dtype: str = "f32", api: str = "graph", data_format=None) -> tuple:
+def interpolate_backward(res: Resampling, dy: npt.ArrayLike, dtype: str = "f32", api: str = "graph",
+                         data_format: str | None = None) -> tuple[np.ndarray, dict[str, Any], list[str]]:
     """(diff_src, result, notes): the gradient of canonical `res` on oneDNN, through the oneDNN Graph document
     the converter writes (a map oneDNN cannot express is refused with the converter's reason)."""
     from ...conventions.onednn import from_canonical
@@ -77,7 +86,8 @@ def interpolate_backward(res, dy, dtype: str = "f32", api: str = "graph", data_f
     return result["out"], result, notes
 
 
-def axis_forward_job(mode: str, data_format: str, rank: int, axis: int, in_size: int, out_size: int) -> dict:
+def axis_forward_job(mode: str, data_format: str, rank: int, axis: int, in_size: int, out_size: int
+                     ) -> dict[str, Any]:
     """oneDNN's forward resampling on every basis input of one spatial axis at once: N = in_size identity
     inputs, C = 1, the axis resized in_size -> out_size and every other spatial axis 1 -> 1, in a tensor of
     `rank` dims (spatial `axis` counts from 0). axis_matrix(result) is the axis's J."""
@@ -91,7 +101,8 @@ def axis_forward_job(mode: str, data_format: str, rank: int, axis: int, in_size:
             "blame": ("mode", mode)}
 
 
-def axis_matrix(result: dict) -> np.ndarray:
+def axis_matrix(result: dict[str, Any]) -> npt.NDArray[np.float64]:
     """J (out_size x in_size, float64) of an axis_forward_job: row o holds output o's response to each input."""
-    out = np.asarray(result["out"], np.float64)
-    return out.reshape(out.shape[0], -1).T
+    out: npt.NDArray[np.float64] = np.asarray(result["out"], np.float64)
+    matrix: npt.NDArray[np.float64] = out.reshape(out.shape[0], -1).T      # numpy's stubs: .T is Any
+    return matrix

@@ -5,6 +5,7 @@ import ctypes as C
 import os
 import sys
 from pathlib import Path
+from typing import cast
 
 from ...errors import DescError
 from .bindings import SIGNATURES
@@ -26,16 +27,17 @@ def find_library() -> Path | None:
     return None
 
 
-def _wheel_files() -> list:
+def _wheel_files() -> list[Path]:
     from importlib import metadata
     try:
         dist = metadata.distribution(DISTRIBUTION)
     except metadata.PackageNotFoundError:
         return []
-    return [Path(dist.locate_file(f)) for f in dist.files or () if f.name == LIB_NAME]
+    return [Path(cast("os.PathLike[str]", dist.locate_file(f)))      # a pathlib.Path (typeshed: SimplePath)
+            for f in dist.files or () if f.name == LIB_NAME]
 
 
-def _prefixes() -> list:
+def _prefixes() -> list[str]:
     import sysconfig
     return list(dict.fromkeys([sys.prefix, sysconfig.get_paths()["data"]]))
 
@@ -53,11 +55,11 @@ def require_library() -> Path:
     """The path of libdnnl.so.3 in this environment, or a DescError saying how to install it."""
     lib = find_library()
     if lib is None:
-        raise DescError("backend", "onednn", missing_reason())
+        raise DescError("backend", "onednn", cast(str, missing_reason()))     # a str: no library was found
     return lib
 
 
-def open_library(path) -> C.CDLL:
+def open_library(path: str | os.PathLike[str]) -> C.CDLL:
     """Open the shared library at `path` with ctypes and set the argtypes and restype of every function called."""
     lib = C.CDLL(str(path))
     for name, (restype, argtypes) in SIGNATURES.items():
@@ -66,7 +68,7 @@ def open_library(path) -> C.CDLL:
     return lib
 
 
-def version_of(lib) -> str:
+def version_of(lib: C.CDLL) -> str:
     """An opened library's version, 'major.minor.patch'."""
     v = lib.dnnl_version().contents
     return f"{v.major}.{v.minor}.{v.patch}"

@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import ctypes as C
+from typing import Iterable, Sequence, SupportsInt, cast
 
 import numpy as np
 
-from .bindings import DATA_TYPES, QUERY_IMPL_INFO_STR, Dims, ExecArg, H
+from .bindings import DATA_TYPES, QUERY_IMPL_INFO_STR, Context, Dims, ExecArg, H
 
 
-def dims(values) -> Dims:
+def dims(values: Iterable[SupportsInt]) -> C.Array[C.c_int64]:
     """A dnnl_dims_t of `values`."""
     return Dims(*[int(v) for v in values])
 
 
-def layout_perm(rank: int, fmt: str) -> list:
+def layout_perm(rank: int, fmt: str) -> list[int]:
     """perm[i] = the array axis of logical (N, C, X...) axis i, for data_format NCX or NXC."""
     return list(range(rank)) if fmt == "NCX" else [0, rank - 1] + list(range(1, rank - 1))
 
@@ -23,7 +24,7 @@ def dtype_name(array: np.ndarray) -> str:
     return {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[array.dtype.name]
 
 
-def memory_desc(ctx, array: np.ndarray, perm) -> H:
+def memory_desc(ctx: Context, array: np.ndarray, perm: Sequence[int]) -> H:
     """A memory desc over `array` in logical (N, C, X...) order, whose array axis perm[i] holds logical axis i."""
     item = array.itemsize
     strides = [array.strides[p] // item for p in perm]
@@ -33,7 +34,7 @@ def memory_desc(ctx, array: np.ndarray, perm) -> H:
     return md
 
 
-def weights_desc(ctx, w: np.ndarray, wfmt: str, groups: int) -> H:
+def weights_desc(ctx: Context, w: np.ndarray, wfmt: str, groups: int) -> H:
     """oneDNN's (G, OC/G, IC/G, K...) (or (OC, IC, K...)) view of IOX (IC, OC/G, K...) / XOI (K..., OC/G, IC)."""
     item = w.itemsize
     st = [s // item for s in w.strides]
@@ -51,21 +52,21 @@ def weights_desc(ctx, w: np.ndarray, wfmt: str, groups: int) -> H:
     return md
 
 
-def memory(ctx, md, array) -> H:
+def memory(ctx: Context, md: H, array: np.ndarray) -> H:
     """A dnnl_memory_t over the array's own buffer."""
     mem = H()
     ctx.call("dnnl_memory_create", C.byref(mem), md, ctx.engine, H(array.ctypes.data))
     return mem
 
 
-def impl_info(ctx, pd) -> str:
+def impl_info(ctx: Context, pd: H) -> str:
     """The kernel a primitive descriptor picked (e.g. 'jit:avx512_core', 'simple:any')."""
     text = C.c_char_p()
     ctx.call("dnnl_primitive_desc_query", pd, QUERY_IMPL_INFO_STR, 0, C.cast(C.byref(text), H))
-    return text.value.decode()
+    return cast(bytes, text.value).decode()       # set by the query (a failed one raised Failed)
 
 
-def execute(ctx, pd, args: list) -> None:
+def execute(ctx: Context, pd: H, args: list[tuple[int, H]]) -> None:
     """Create the primitive of `pd`, run it once on [(arg index, memory)] and destroy it."""
     prim = H()
     ctx.call("dnnl_primitive_create", C.byref(prim), pd)

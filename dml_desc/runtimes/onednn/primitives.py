@@ -5,22 +5,23 @@ arrays (oneDNN derives the resampling factors from dst/src), layouts from data_f
 from __future__ import annotations
 
 import ctypes as C
+from typing import Any, Callable
 
 import numpy as np
 
 from .bindings import (ARG_DIFF_DST, ARG_DIFF_SRC, ARG_DST, ARG_SRC, ARG_WEIGHTS, DECONVOLUTION_DIRECT,
-                       FORWARD_TRAINING, RESAMPLING, ExecArg, H)
+                       FORWARD_TRAINING, RESAMPLING, Context, ExecArg, H)
 from .memory import dims, execute, impl_info, layout_perm, memory, memory_desc, weights_desc
 
 
-def resampling_bwd(ctx, job) -> dict:
+def resampling_bwd(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     """diff_src of a resampling backward primitive; dims from the tensors, no factors (oneDNN derives dst/src)."""
     run, ds, kernel = resampling_prepare(ctx, job)
     run()
     return {"out": ds, "kernel": kernel, "api": "primitive"}
 
 
-def resampling_prepare(ctx, job) -> tuple:
+def resampling_prepare(ctx: Context, job: dict[str, Any]) -> tuple[Callable[[], None], np.ndarray, str]:
     """(run, diff_src, kernel): the resampling backward primitive of `job`, ready to run."""
     dd = np.ascontiguousarray(job["diff_dst"])
     perm = layout_perm(dd.ndim, job["data_format"])
@@ -37,14 +38,14 @@ def resampling_prepare(ctx, job) -> tuple:
     args = [(ARG_DIFF_DST, memory(ctx, md_dd, dd)), (ARG_DIFF_SRC, memory(ctx, md_ds, ds))]
     exec_args = (ExecArg * len(args))(*[ExecArg(a, m) for a, m in args])
 
-    def run():
+    def run() -> None:
         ctx.call("dnnl_primitive_execute", prim, ctx.stream, len(args), exec_args)
         ctx.call("dnnl_stream_wait", ctx.stream)
-    run.keep = (dd, ds, prim, exec_args)          # alive as long as the callable
+    run.keep = (dd, ds, prim, exec_args)  # type: ignore[attr-defined]  # alive as long as the callable
     return run, ds, impl_info(ctx, bwd)
 
 
-def resampling_fwd(ctx, job) -> dict:
+def resampling_fwd(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     """dst of a resampling forward primitive (src -> dst shapes; oneDNN derives the factors): the forward whose
     transpose InterpolateBackward is (the conformance oracles run it on basis inputs)."""
     src = np.ascontiguousarray(job["src"])
@@ -58,7 +59,7 @@ def resampling_fwd(ctx, job) -> dict:
     return {"out": dst, "kernel": impl_info(ctx, fwd), "api": "primitive"}
 
 
-def deconv_bwd_d(ctx, job) -> dict:
+def deconv_bwd_d(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     """diff_src of a deconvolution backward-data primitive (dilations as oneDNN's d - 1)."""
     dd, w = np.ascontiguousarray(job["diff_dst"]), np.ascontiguousarray(job["weights"])
     perm = layout_perm(dd.ndim, job["data_format"])
