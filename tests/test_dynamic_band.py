@@ -65,15 +65,15 @@ def test_band_forms_on_two_axes_and_the_last_axis_are_the_reference_gradient():
         np.testing.assert_allclose(got, reference(attrs, shape, dy, sizes=sizes), rtol=1e-5, atol=1e-5)
 
 
-def _branch_ops(graph, branch: str) -> list:
-    """The ops of the `branch` subgraphs of the Ifs named *unpadded* (their own nodes, not their nested Ifs')."""
+def _branch_outputs(graph, branch: str) -> list:
+    """The op that computes the output of each `branch` subgraph of the Ifs named *unpadded* (nested ones too)."""
     found = []
     for node in graph.node:
         for attr in node.attribute:
             if attr.g.node:
                 if "unpadded" in node.output[0] and attr.name == branch:
-                    found += [n.op_type for n in attr.g.node]
-                found += _branch_ops(attr.g, branch)
+                    found += [n.op_type for n in attr.g.node if attr.g.output[0].name in n.output]
+                found += _branch_outputs(attr.g, branch)
     return found
 
 
@@ -85,8 +85,9 @@ def test_no_copy_of_dx_where_the_bands_have_no_padding_rows(batch):
     attrs = {"mode": "linear"}
     lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], [batch, 2, "H2", "W2"], [1, 1, 2, 0.5]),
                        semantics=INSTALLED)
-    then, other = _branch_ops(lowered.graph, "then_branch"), _branch_ops(lowered.graph, "else_branch")
-    assert "If" in then and "Slice" not in then and "Slice" in other    # both contract the last axis (its If)
+    # the last axis's contraction (its If) writes dX where there is no padding; the Slice, where there is
+    assert _branch_outputs(lowered.graph, "then_branch") == ["If"]
+    assert _branch_outputs(lowered.graph, "else_branch") == ["Slice"]
     sess, rng = session(lowered), np.random.default_rng(9)
     for h in (32, 33, 37):
         shape, sizes = [2, 2, h, 30], [2, 2, 2 * h, 15]
@@ -135,3 +136,45 @@ def test_an_empty_axis_gives_zeros_not_a_run_time_failure(attrs, scales, shape, 
                        semantics=INSTALLED)
     got = run_model(lowered, {"dY": np.zeros(dy_shape, np.float32), "X": np.ones(shape, np.float32)})[0]
     assert got.shape == tuple(shape) and not got.any()
+
+
+def _matmul_inputs(model, feeds) -> list:
+    """The input shapes of every MatMul onnxruntime ran (its profiler), one run of `model` on `feeds`."""
+    import json
+    import os
+    import tempfile
+
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "p")
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    out = sess.run(None, feeds)[0]
+    with open(sess.end_profiling()) as f:
+        events = json.load(f)
+    shapes = [[next(iter(t.values())) for t in e["args"]["input_type_shape"]] for e in events
+              if e.get("cat") == "Node" and e["args"].get("op_name") == "MatMul" and "input_type_shape" in e["args"]]
+    return out, shapes
+
+
+@pytest.mark.parametrize("attrs,n,m,window", [
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, 48, 72, 24),
+    ({"mode": "nearest"}, 64, 96, 24),                                   # half_pixel, round_prefer_floor
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, 33, 65, None),   # not periodic
+])
+def test_periodic_last_axis_takes_the_shared_band_and_rows_are_viewed_not_gathered(attrs, n, m, window):
+    """A run-time map periodic in the tiles (nearest 1.5x: 16 X rows read 24 dY rows, the same weights in every
+    tile) contracts the last axis by one MatMul with tile 0's weights ([..., tiles, 24] @ [24, 16]) and reads the
+    other axis's windows as a view of dY: the static shared band's spelling, the reference's gradient. A map that is
+    not periodic takes the general forms."""
+    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], ["N", 2, "H2", "W2"]), semantics=INSTALLED)
+    shape, sizes = [2, 2, n, n], [2, 2, m, m]
+    dy = np.random.default_rng(3).integers(-8, 9, sizes).astype(np.float32)
+    got, matmuls = _matmul_inputs(lowered, {"dY": dy, "X": np.zeros(shape, np.float32)})
+    want = reference(attrs, shape, dy, sizes=sizes)
+    if attrs["mode"] == "nearest":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    shared = [s for s in matmuls if len(s[1]) == 2 and s[0][-1] == s[1][0] and s[0][-2] * s[0][-1] == m]
+    assert [s[1] for s in shared] == ([[window, n * window // m]] if window else [])

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto, helper
 
-from .dynamic_band import BAND_MIN_OPSET, band_entries, band_plan, contract_band, scatter_flat
+from .dynamic_band import (BAND_MIN_OPSET, all_true, band_entries, band_plan, contract_band, plain_windows,
+                           scatter_flat)
 from .dynamic_taps import (RunTaps, axis_taps, dy_rows, identity_where, is_identity, period, probe_entries,
                            unsqueeze)
 from ..forms import Emitter
@@ -172,10 +173,12 @@ def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, sx: str, sdy
     return taps
 
 
-def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int) -> str:
-    """cur's `axis` (not the last) contracted by the band form: tiles * tile rows (n and the padding)."""
-    weights, index, m = band_plan(em, taps)
-    return contract_band(em, cur, _converted(em, plan, weights, cur), index, m, axis, plan.rank)
+def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, band: tuple = ()) -> str:
+    """cur's `axis` (not the last) contracted by the band form (`band`, else band_plan's): tiles * tile rows (n and
+    the padding)."""
+    weights, index, m = band or band_plan(em, taps)
+    return contract_band(em, cur, _converted(em, plan, weights, cur), index, m, axis, plan.rank,
+                         _elem(em) if plan.convert else None)
 
 
 def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
@@ -183,12 +186,44 @@ def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
     else the band between two Transposes (an If; the band alone where dY's type is not known)."""
     if not plan.convert:
         return _band_last(em, plan, cur, taps)
-    small = em.node("LessOrEqual", [em.node("Mul", [taps.n, taps.m], "entries"),
-                                    em.const([DENSE_LAST_MAX], "dense_max", np.int64)], "small")
-    dense = _branch(em, lambda: em.node("MatMul", [cur, _converted(em, plan, _dense_t(em, taps), cur)], "contracted"),
-                    _elem(em), plan.rank)
-    band = _branch(em, lambda: _band_last(em, plan, cur, taps), _elem(em), plan.rank)
-    return em.node("If", [small], "last_axis", then_branch=dense, else_branch=band)
+    band = band_plan(em, taps)
+
+    def general() -> str:
+        small = em.node("LessOrEqual", [em.node("Mul", [taps.n, taps.m], "entries"),
+                                        em.const([DENSE_LAST_MAX], "dense_max", np.int64)], "small")
+        dense = _branch(em, lambda: em.node("MatMul", [cur, _converted(em, plan, _dense_t(em, taps), cur)],
+                                            "contracted"), _elem(em), plan.rank)
+        banded = _branch(em, lambda: _band_last(em, plan, cur, taps, band), _elem(em), plan.rank)
+        return em.node("If", [small], "last_axis", then_branch=dense, else_branch=banded)
+    shared = _branch(em, lambda: _shared_last(em, plan, cur, taps, band), _elem(em), plan.rank)
+    return em.node("If", [_is_shared(em, band, taps.n)], "last_axis", then_branch=shared,
+                   else_branch=_branch(em, general, _elem(em), plan.rank))
+
+
+def _is_shared(em: Emitter, band: tuple, n: str) -> str:
+    """[1] bool: the band's windows read dY's rows in order, each once, every tile has tile 0's weights and the
+    tiles hold n rows exactly (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...)."""
+    weights, index, m = band
+    first = em.node("Slice", [weights, em.const([0], "start", np.int64), em.const([1], "end", np.int64)], "first_tile")
+    same = all_true(em, em.node("Equal", [weights, first], "same_weights"))
+    dims = em.node("Shape", [weights], "block_shape")
+    tiles_tile = em.node("Slice", [dims, em.const([0], "start", np.int64), em.const([2], "end", np.int64)], "tiles")
+    rows = em.node("ReduceProd", [tiles_tile], "rows", keepdims=1)
+    exact = em.node("Equal", [rows, n], "exact_rows")
+    return em.node("And", [em.node("And", [plain_windows(em, index, m), same], "plain_same"), exact], "shared")
+
+
+def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple) -> str:
+    """The last axis of cur (m long) viewed as [tiles, width] and contracted by one MatMul with tile 0's weights
+    transposed [width, tile]: the static shared band's spelling (onnx_ops.forms.bands), where _is_shared holds."""
+    weights, index, _ = band
+    matrix = _first_tile_t(em, weights)
+    lead = em.node("Slice", [em.node("Shape", [cur], "shape"), em.const([0], "start", np.int64),
+                             em.const([plan.rank - 1], "end", np.int64)], "lead")
+    viewed = em.node("Reshape", [cur, em.node("Concat", [lead, em.node("Shape", [index], "windows_shape")], "split",
+                                              axis=0)], "windows")
+    product = em.node("MatMul", [viewed, _converted(em, plan, matrix, cur)], "shared_band")
+    return em.node("Reshape", [product, em.node("Concat", [lead, taps.n], "dx_shape", axis=0)], "contracted")
 
 
 def _dense_t(em: Emitter, taps: RunTaps) -> str:
@@ -200,12 +235,27 @@ def _dense_t(em: Emitter, taps: RunTaps) -> str:
     return em.node("Reshape", [flat, em.node("Concat", [taps.m, taps.n], "matrix_shape", axis=0)], "matrix_t")
 
 
-def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
+def _first_tile_t(em: Emitter, weights: str) -> str:
+    """[width, tile]: tile 0 of the band's weights [tiles, tile, width], transposed by a Gather of its entries (a
+    Transpose before the MatMul becomes onnxruntime's FusedMatMul, which has no double kernel)."""
+    dims = em.node("Shape", [weights], "block_shape")
+    tile, width = (em.node("Gather", [dims, em.const(k, "dim", np.int64)], "dim") for k in (1, 2))   # scalars
+    one, zero = em.const(1, "one", np.int64), em.const(0, "zero", np.int64)
+    rows = unsqueeze(em, em.node("Range", [zero, width, one], "w"), 1)
+    cols = unsqueeze(em, em.node("Range", [zero, tile, one], "t"), 0)
+    at = em.node("Add", [em.node("Mul", [cols, width], "row_start"), rows], "at")             # [width, tile]
+    flat = em.node("Slice", [em.node("Reshape", [weights, em.const([-1], "flat", np.int64)], "flat"),
+                             em.const([0], "start", np.int64),
+                             unsqueeze(em, em.node("Mul", [tile, width], "entries"), 0)], "tile0")
+    return em.node("Gather", [flat, at], "shared_t")
+
+
+def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple = ()) -> str:
     """The last axis by the band form: moved to the front, contracted, the padding rows dropped, moved back."""
     rank = plan.rank
     if rank > 1:
         cur = em.node("Transpose", [cur], "axis_first", perm=[rank - 1] + list(range(rank - 1)))
-    out = em.node("Slice", [_banded(em, plan, cur, taps, 0), em.const([0], "start", np.int64), taps.n,
+    out = em.node("Slice", [_banded(em, plan, cur, taps, 0, band), em.const([0], "start", np.int64), taps.n,
                             em.const([0], "axis", np.int64)], "unpadded")
     return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0]) if rank > 1 else out
 

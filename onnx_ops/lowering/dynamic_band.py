@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 
-from onnx import helper
+import numpy as np
+from onnx import TensorProto, helper
 
 from .dynamic_taps import RunTaps, dy_rows, squeeze_axes, unsqueeze
 from .dynamic_taps import ints as _int
@@ -136,18 +137,51 @@ def _ceil_div(em: Emitter, a: str, b: str) -> str:
     return em.node("Div", [up, b], "ceil")
 
 
-def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis: int, rank: int) -> str:
+def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis: int, rank: int,
+                  elem: int | None = None) -> str:
     """cur's `axis` (size m, not the last) contracted into tiles * tile rows (n plus the padding). A cur whose
-    axis is not m long fails in onnxruntime, as a dense MatMul would (_checked)."""
+    axis is not m long fails in onnxruntime, as a dense MatMul would (_checked). Where the windows are dY's rows
+    in order, each once (plain_windows: a periodic map whose period divides the tile), an If reads them as a view
+    of cur (a Reshape) instead of copying them (the Gather): the same values into the same MatMul. The If needs
+    cur's element type `elem` (without it, the Gather alone)."""
     shape = em.node("Shape", [cur], "shape")
     index = _checked(em, index, em.node("Slice", [shape, _int(em, [axis], "start"), _int(em, [axis + 1], "end")],
                                         "length"), m)
-    windows = em.node("Gather", [cur, index], "windows", axis=axis)        # [..., tiles, width, rest...]
-    flat = em.node("Reshape", [windows, _int(em, [0] * (axis + 2) + [-1], "fold")], "windows")
-    product = em.node("MatMul", [weights, flat], "band")                     # [..., tiles, tile, R]
+    fold = _int(em, [0] * (axis + 2) + [-1], "fold")
+
+    def product(windows: str) -> str:                                        # [..., tiles, tile, R]
+        return em.node("MatMul", [weights, em.node("Reshape", [windows, fold], "windows")], "band")
+    lead = em.node("Slice", [shape, _int(em, [0], "start"), _int(em, [axis], "end")], "lead")
+    split = em.node("Concat", [lead, em.node("Shape", [index], "windows_shape"), _int(em, [-1], "rest")], "split",
+                    axis=0)
+    if elem is None:
+        band = product(em.node("Gather", [cur, index], "windows", axis=axis))
+    else:
+        viewed = em.subgraph(lambda: [(product(em.node("Reshape", [cur, split], "windows")), elem, axis + 3)])
+        gathered = em.subgraph(lambda: [(product(em.node("Gather", [cur, index], "windows", axis=axis)), elem,
+                                          axis + 3)])
+        band = em.node("If", [plain_windows(em, index, m)], "band", then_branch=viewed, else_branch=gathered)
     rest = em.node("Slice", [shape, _int(em, [axis + 1], "start"), _int(em, [rank], "end")], "rest")
     back = em.node("Concat", [_int(em, [0] * axis + [-1], "lead"), rest], "unfold", axis=0)
-    return em.node("Reshape", [product, back], "unfolded")
+    return em.node("Reshape", [band, back], "unfolded")
+
+
+def plain_windows(em: Emitter, index: str, m: str) -> str:
+    """[1] bool: the windows [tiles, width] read dY's m rows in order, each once (index == 0, 1, ..., m - 1)."""
+    flat = em.node("Reshape", [index, _int(em, [-1], "flat")], "flat_index")
+    size = em.node("Size", [flat], "window_rows")
+    in_order = em.node("Equal", [flat, em.node("Range", [_int(em, 0, "zero"), size, _int(em, 1, "one")], "rows")],
+                       "in_order")
+    return em.node("And", [all_true(em, in_order), em.node("Equal", [em.node("Reshape", [size, _int(em, [1], "one")],
+                                                                               "window_rows"), m], "covers")],
+                   "plain")
+
+
+def all_true(em: Emitter, cond: str) -> str:
+    """[1] bool: every entry of the bool tensor `cond` is true (and it has at least one)."""
+    least = em.node("ReduceMin", [em.node("Cast", [cond], "as_int", to=TensorProto.INT32)], "least", keepdims=1)
+    least = em.node("Reshape", [least, _int(em, [1], "one")], "least")
+    return em.node("Equal", [least, em.const([1], "one", np.int32)], "all")
 
 
 def _checked(em: Emitter, index: str, length: str, m: str) -> str:
