@@ -1,7 +1,7 @@
 """ResizeGrad speed on the shapes real models use: the lowered graph on onnxruntime CPU vs torch vs NumPy.
 
 Run: python bench/resize_grad_bench.py [--quick] [--threads N] [--rounds R] [--no-numpy] [--no-memory] [-k TEXT]
-                                      [--unet | --no-unet]
+                                      [--set all|issue11|issue19|issue34|current] [--unet | --no-unet]
 Prints one row per case of the matrix (issue 11), side by side in one run:
   lowered   the lowered ResizeGrad on onnxruntime CPU, and the form the lowering picked
   torch     torch's backward (F.interpolate under autograd, NCX, float32 even for the float16 case)
@@ -13,8 +13,10 @@ Prints one row per case of the matrix (issue 11), side by side in one run:
             counts dX and every intermediate the run allocates, not the inputs or the constants.
 Optional peers (PEERS) add a column each where they are installed, e.g. the dynamic-shape path or oneDNN.
 The peers run interleaved, round after round, so a slow spell of a shared machine hits them all;
-each time is the best over all rounds. The summary line covers the issue's matrix (CASES); FIELD cases
-follow it in the table. The header names the CPU model. Last, one training step of a small U-Net, ORT training
+each time is the best over all rounds, after a pause and an untimed run (settle: onnxruntime's threads spin
+after a run, and took a core from torch's). The summary line covers the issue's matrix (CASES); FIELD cases
+follow it in the table. Over issue 19's and 34's rows, one line per target of issue 34 says whether it is met or
+which cases miss it (verdicts). The header names the CPU model. Last, one training step of a small U-Net, ORT training
 against torch, with the lowered ResizeGrad nodes' share of it (bench/unet_step.py): in the full run, or --unet.
 """
 from __future__ import annotations
@@ -125,6 +127,9 @@ QUICK = [
     Case("bilinear 2x 1x8x32^2", "bilinear", (1, 8, 32, 32), scales=(2.0, 2.0)),
     Case("bilinear 32->47 f16", "bilinear", (1, 8, 32, 32), sizes=(47, 47), dtype="float16", opset=17),
 ]
+
+SETS = {"all": CASES + FIELD + ISSUE19 + ISSUE34, "issue11": CASES + FIELD, "issue19": ISSUE19, "issue34": ISSUE34,
+        "current": ISSUE19 + ISSUE34}
 
 # Optional peers: name -> factory(case, lowered_model, feeds, threads) returning a zero-argument callable
 # (one gradient) or None where the peer does not apply or is not installed. Other modules add theirs here.
@@ -371,6 +376,9 @@ def main(argv=None):
     p.add_argument("--no-numpy", action="store_true")
     p.add_argument("--no-memory", action="store_true", help="skip the child-process memory measurement")
     p.add_argument("-k", default="", help="only cases whose name contains this text")
+    p.add_argument("--set", choices=sorted(SETS), default="all",
+                   help="a matrix: issue 11's (8x32x128^2), issue 19's (6x40x96^2), issue 34's (4x48x112^2), "
+                        "current (19's and 34's: the targets of issue 34), or all")
     p.add_argument("--cpu-time", action="store_true",
                    help="one thread, CPU time of the calling thread: a proxy for comparing forms on a loaded machine")
     p.add_argument("--unet", action=argparse.BooleanOptionalAction, default=None,
@@ -395,7 +403,7 @@ def main(argv=None):
     print("| " + " | ".join(COLUMNS + extra + tail) + " |")
     print("|" + "---|" * (len(COLUMNS) + len(extra) + len(tail)))
     rows = []
-    for case in QUICK if args.quick else CASES + FIELD + ISSUE19 + ISSUE34:
+    for case in QUICK if args.quick else SETS[args.set]:
         if args.k not in case.name:
             continue
         rows.append(bench_case(case, args.threads, args.rounds, not args.no_numpy, not args.no_memory, bandwidth))
@@ -408,7 +416,10 @@ def main(argv=None):
     issue34 = [r for r in rows if r["case"] in {c.name for c in ISSUE34}]
     if issue34:
         print("issue 34 (4x48x112^2): " + (summary(issue34) or "nothing to compare"))
-        for line in verdicts(issue34, {c.name for c in ISSUE34 if c.scales}):
+    judged = issue19 + issue34
+    if judged:
+        print("issue 34's targets over the i19 and i34 rows:")
+        for line in verdicts(judged, {c.name for c in ISSUE19 + ISSUE34 if c.scales}):
             print("  " + line)
     if DYNAMIC_FORMS:
         print("dynamic forms: " + "; ".join(f"{c}: {f}" for c, f in DYNAMIC_FORMS.items()))
