@@ -385,8 +385,8 @@ def test_the_registry_is_ordered_with_the_general_form_last():
     assert len(FORMS) == len(REGISTRY)
     res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)), semantics=INSTALLED)
     from onnx_ops.forms import Gradient
-    assert FORMS["band"].applies(Gradient(res, 19, np.float64)) is not None     # always applies
-    assert FORMS["Resize"].applies(Gradient(res, 19, np.float64)) is None       # no double Resize on the CPU
+    assert FORMS["band"].static.applies(Gradient(res, 19, np.float64)) is not None     # always applies
+    assert FORMS["Resize"].static.applies(Gradient(res, 19, np.float64)) is None       # no double Resize on the CPU
 
 
 @pytest.mark.parametrize("name, forms", [("band", ("dense 1x16->8", "dense 1x24->12")),
