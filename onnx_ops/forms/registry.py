@@ -167,8 +167,8 @@ def _emit_resize(em, src, g, proof):
 
 
 def _emit_plan(em, src, g, plans):
-    cur, names = emit_plan(em, src, g.res, plans)
-    order = {p.axis: name for p, name in zip(plans, names)}
+    cur, axis_names = emit_plan(em, src, g.res, plans)
+    order = {p.axis: name for p, name in zip(plans, axis_names)}
     return cur, tuple(order[a] for a in g.res.resized_axes)
 
 
