@@ -142,7 +142,7 @@ DYNAMIC_FORMS: dict = {}              # case name -> the form the dynamic path t
 def _dynamic_peer(case: Case, lowered, feeds, threads):
     """The same gradient lowered with N and the spatial dims symbolic, as real exports have them: a shape-generic
     form where the scales are constant integers (onnx_ops.lowering.generic_forms), else the in-graph taps
-    (onnx_ops.lowering.dynamic)."""
+    (onnx_ops.forms.dynamic)."""
     model = build_resize_grad(case.onnx_spec(), np.dtype(case.dtype))
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):

@@ -3,8 +3,9 @@
 By default `lower` picks a node's form by rule and cost model, so its output depends on the model alone. Here a
 ResizeGrad can instead take the fastest of its candidates as measured on the executing onnxruntime:
 
-- a shape-generic node (onnx_ops.lowering.generic_forms): each generic spelling it admits ("resize", "pool", "conv",
-  "sepconv", "kronpairs", "block") and the general in-graph path ("general");
+- a shape-generic node (onnx_ops.lowering.generic_forms): the rule's choice, then each other generic spelling it
+  admits ("kronpairs", "pool", "conv", "block", "resize", "sepconv": the registry's order, onnx_ops.forms.registry)
+  and the general in-graph path ("general");
 - a static node (shapes known when lowering): the cost model's choice among the forms of the registry
   (onnx_ops.forms.registry) and the next cheapest applicable ones by estimate (forms.CANDIDATES in all, e.g.
   "band", "Resize", "kron"), keyed by forms.signature (its canonical map, opset and accumulation type).

@@ -1,5 +1,5 @@
 """Lowering with shapes or scales known only at run time: symbolic batch / channels keep the static forms,
-symbolic resized dims and run-time scales take the in-graph path (onnx_ops.lowering.dynamic); every opset, functions,
+symbolic resized dims and run-time scales take the in-graph path (onnx_ops.forms.dynamic); every opset, functions,
 subgraphs, node names, determinism and bad input (the band form: test_dynamic_band.py). Real onnxruntime
 sessions, onnx's checker."""
 import os

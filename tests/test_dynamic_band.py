@@ -1,4 +1,4 @@
-"""The run-time band form (onnx_ops.lowering.dynamic_band) against onnxruntime's forward and the reference: several
+"""The run-time band form (onnx_ops.forms.dynamic_band) against onnxruntime's forward and the reference: several
 tiles, padding rows, clamped windows, two axes, a batch axis that may be resized, opsets before 12, empty axes."""
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from tests.helpers_dynamic import grad_model, ops, out_shape, reference
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
 
-# ---- the band form (onnx_ops.lowering.dynamic_band): several tiles, padding rows, clamped windows --------------
+# ---- the band form (onnx_ops.forms.dynamic_band): several tiles, padding rows, clamped windows --------------
 
 AC = {"mode": "linear", "coordinate_transformation_mode": "align_corners"}
 BAND_CASES = [  # (attrs, scales or None (dY's shape gives the size), X rows n, dY rows m when sizes)

@@ -2,7 +2,7 @@
 
 The path read each axis's weights by resizing the identity matrix I(n): an n x n probe and an n x m matrix at
 run time (2,500 -> 0.55 GB, 10,000 -> 4.3 GB, 20,000 past 8 GB). It now resizes combs and builds the band from
-the taps (onnx_ops.lowering.dynamic_taps, onnx_ops.lowering.dynamic_band). The tests read the size of every tensor
+the taps (onnx_ops.forms.dynamic_taps, onnx_ops.forms.dynamic_band). The tests read the size of every tensor
 onnxruntime writes (its profiler records each node's output size, inside If and Loop bodies too), check the weights
 against onnxruntime's own forward transposed where the old dense matrix was never built (a long last axis, the Loop of
 antialiased downsampling, X rows past the comb's first digit), and the budget's refusals."""

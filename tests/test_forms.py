@@ -385,8 +385,20 @@ def test_the_registry_is_ordered_with_the_general_form_last():
     assert len(FORMS) == len(REGISTRY)
     res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)), semantics=INSTALLED)
     from onnx_ops.forms import Gradient
-    assert FORMS["band"].applies(Gradient(res, 19, np.float64)) is not None     # always applies
-    assert FORMS["Resize"].applies(Gradient(res, 19, np.float64)) is None       # no double Resize on the CPU
+    assert FORMS["band"].static.applies(Gradient(res, 19, np.float64)) is not None     # always applies
+    assert FORMS["Resize"].static.applies(Gradient(res, 19, np.float64)) is None       # no double Resize on the CPU
+
+
+def test_one_registry_walks_every_scope_with_the_general_path_last():
+    """Issue 35: one list of forms; a node with run-time lengths walks the shape-generic scopes, then the run-time
+    path (band's), as a static node ends with band; every name a calibration cache held before still reads."""
+    from onnx_ops.calibrate import FORM_NAMES, choices
+    from onnx_ops.forms.registry import RUN_TIME_WALK, STATIC_WALK, names, scopes
+    assert names(RUN_TIME_WALK) == ("kronpairs", "pool", "conv", "block", "resize", "sepconv", "general")
+    assert [s.name for s in scopes(STATIC_WALK)][-1] == "band"
+    assert [s.name for s in scopes(RUN_TIME_WALK)][-1] == "general"
+    assert {"resize", "pool", "conv", "block", "sepconv", "kronpairs", "general"} <= set(FORM_NAMES)
+    assert choices({"{}": "deconv(ones)"}) == {"{}": "conv(ones)"}        # a renamed form still reads
 
 
 @pytest.mark.parametrize("name, forms", [("band", ("dense 1x16->8", "dense 1x24->12")),

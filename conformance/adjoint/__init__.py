@@ -9,7 +9,7 @@ dX = J^T dY. It judges three gradients of the ResizeGrad node onnxruntime's grad
 (inputs dY, X, roi, scales; sizes never passed; every forward attribute copied):
 
 - "static": `onnx_ops.lower` with every shape known;
-- "dynamic": `onnx_ops.lower` with every dim symbolic (onnx_ops.lowering.dynamic);
+- "dynamic": `onnx_ops.lower` with every dim symbolic (onnx_ops.forms.dynamic);
 - "reference": the NumPy reference (conformance.reference) of the canonical map the ONNX reader gives.
 
 A failure is shrunk (fewest axes, smallest sizes, simplest attributes) and can be written as a description

@@ -1,4 +1,5 @@
-"""ONNX spellings of one gradient contraction, each proven against the shared taps, one module per family:
+"""ONNX spellings of one gradient contraction, each proven against the shared taps, one module per family, and the
+one registry every planner walks:
 
 - emitter:        the Emitter the forms write nodes with; SymbolicDim for dims known only at run time
 - kron:           every resized axis is I (x) K: one small MatMul on the last axis, ReduceSum / Gather elsewhere
@@ -9,8 +10,12 @@
 - deconv:         integer upsampling as a depthwise Conv per axis (ConvTransposeBackwardData) plus border rows
 - conv_transpose: integer downsampling as one depthwise ConvTranspose
 - filter_conv:    integer-factor linear / cubic as depthwise Convs (static, and the shape-generic forms' spelling)
+- generic_emit:   the shape-generic spellings (constant integer factors, lengths known at run time; their proof is
+                  onnx_ops.lowering.generic_forms): Resize, AveragePool, Conv(s), kron pairs, block sums
+- dynamic, dynamic_taps, dynamic_band: the run-time path (taps computed in the graph), for every map
 - cost:           the cost model: every constant, with its measurement, and every cost function
-- registry:       one Form per spelling in an ordered list; `contract` picks and emits one (onnx_ops.lower)
+- registry:       one Form per spelling in an ordered list, each with its static, shape-generic and run-time scopes;
+                  `contract` picks and emits a static one (onnx_ops.lower), `pick` any
 """
 from .axis import DENSE_MAX_COLS, MAX_TILE, AxisPlan, axis_options, emit_axis, emit_plan, plan_axes, split_piles
 from .bands import (BAND_CHECK_ROWS, MAX_BAND_ENTRIES, Band, band, band_dense, band_taps, emit_band,
@@ -25,7 +30,8 @@ from .deconv import AxisDeconv, axis_deconv, build_bridge_model, combined, decon
 from .emitter import Emitter, SymbolicDim, cast_wrapped, is_symbolic, symbolic_dim
 from .filter_conv import AxisForm, FilterConv, emit_filter_conv, filter_conv_form
 from .kron import CHUNK, KronForm, emit_kron, kron_form
-from .registry import FORMS, REGISTRY, RENAMED, Form, Gradient, candidates, choose, contract, signature
+from .registry import (FORMS, REGISTRY, RENAMED, Form, Gradient, RunTimeGradient, Scope, candidates, choose, contract,
+                       pick, ranked, signature)
 from .resize import emit_resize, find_resize, resize_candidates, taps_close
 
 __all__ = [
@@ -41,4 +47,5 @@ __all__ = [
     "POOL_MAX_OPSET", "POOL_WINDOW", "PoolForm", "PREFER_RESIZE", "REGISTRY", "RENAMED", "resize_candidates",
     "resize_cost", "shared_band", "signature", "split_piles", "symbolic_dim", "SymbolicDim", "taps_close",
     "transposes_cost",
+    "pick", "ranked", "RunTimeGradient", "Scope",   # the registry's walk (onnx_ops.forms.registry)
 ]

@@ -1,14 +1,24 @@
-"""The forms as a registry: one `Form` per spelling, in the order the choice walks them, as oneDNN walks its
-implementation lists. `contract` emits the first form that `prefer`s the gradient, whose proof holds
-(`applies`) and whose estimated cost passes its margin against the per-axis plan's (the general form, last,
-which always applies). A calibration (onnx_ops.calibrate) may name another applicable form for a gradient's
-`signature`; without one the choice depends on the gradient alone.
+"""The one registry of spellings: one `Form` per spelling, in the order every planner walks them, as oneDNN walks
+its implementation lists. A form declares where it applies, one `Scope` per place:
+
+- static:   every resized length known when lowering (g: `Gradient`): `contract` emits the first form that
+            `prefer`s the gradient, whose proof holds (`applies`) and whose estimated cost passes its margin
+            against the per-axis plan's (band, last, always applies);
+- generic:  constant integer factors, lengths known only at run time (g: `RunTimeGradient`, its `form` the
+            onnx_ops.lowering.generic_forms.GenericForm proven for every length), taken by rule;
+- run-time: scales or sizes known only at run time (the plan of the run-time path, onnx_ops.forms.dynamic):
+            band's run-time scope, "general", last, always applies.
+
+A node with run-time lengths walks the generic and the run-time scopes together (RUN_TIME_WALK). A scope's name is
+the key a calibration (onnx_ops.calibrate) records: its form's name for a static scope, the spelling's for the
+others. A calibration may name another applicable scope for a node's signature; without one the choice depends on
+the node alone. To add a spelling: one `Form` at its rank in REGISTRY, with a scope for each place it applies.
 """
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from enum import Enum
 from fractions import Fraction
 from functools import cached_property
@@ -24,12 +34,14 @@ from .conv_transpose import conv_transpose_form, emit_conv_transpose
 from .cost import PREFER_RESIZE, conv_cost, filter_conv_cost, kron_cost, pool_cost, resize_cost
 from .deconv import combined, deconv_form, emit_conv
 from .emitter import Emitter, is_symbolic
-from . import filter_conv, kron_pairs
+from . import dynamic, filter_conv, generic_emit, kron_pairs
 from .kron import emit_kron, kron_form
 from .resize import emit_resize, find_resize
 
 BY_RULE = math.inf    # a margin: the form is taken whenever it applies (a measured rule, not the estimate)
-CANDIDATES = 3        # forms `dml-desc calibrate` measures per gradient: the model's choice and the next cheapest
+CANDIDATES = 3        # forms `dml-desc calibrate` measures per static gradient: the choice and the next cheapest
+STATIC, GENERIC, RUN_TIME = "static", "generic", "run-time"
+STATIC_WALK, RUN_TIME_WALK = (STATIC,), (GENERIC, RUN_TIME)     # the scopes one node's planner walks
 
 
 class Gradient:
@@ -57,20 +69,84 @@ class Gradient:
 
 
 @dataclass(frozen=True)
-class Form:
-    """One spelling: `applies(g)` gives its proof (None where the taps or the runtime rule it out),
-    `cost(g, proof)` its estimated ns, `emit(em, src, g, proof)` (dX, per-axis report names). The cost model
-    takes it when `prefer(g)` and its cost is at most `margin` x the per-axis plan's."""
-    name: str                 # the calibration key, and the family of the names the report prints
-    applies: Callable
-    cost: Callable
-    emit: Callable
-    margin: float = 1.0
-    prefer: Callable = lambda g: True     # the measured rule's precondition, checked before the proof
+class RunTimeGradient:
+    """A node whose lengths are known only at run time: the run-time path's plan (onnx_ops.forms.dynamic.DynamicPlan),
+    the shape-generic form proven for every length (onnx_ops.lowering.generic_forms.GenericForm, or None), X's and
+    dY's tensors, the opset and the accumulation type."""
+    plan: object
+    form: object
+    x: str
+    dy: str
+    opset: int
+    acc: type
 
-    def picks(self, g: Gradient, proof) -> bool:
-        """True when the cost model takes this form (its proof holding)."""
+    @property
+    def float32(self) -> bool:
+        """onnxruntime's CPU Conv, Resize and AveragePool take float32 only."""
+        return self.acc is np.float32
+
+
+def _always(g) -> bool:
+    return True
+
+
+def _no_estimate(g, proof) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a form applies and how: `applies(g)` gives its proof (None where the taps or the runtime rule it out),
+    `cost(g, proof)` its estimated ns, `emit(em, src, g, proof)` (dX, per-axis report names). A planner takes it
+    when `prefer(g)` and its cost is at most `margin` x the per-axis plan's (BY_RULE: whenever it applies).
+    `name` is the key a calibration records (a static scope's is its form's)."""
+    where: str                # STATIC, GENERIC or RUN_TIME
+    name: str
+    applies: Callable
+    emit: Callable
+    cost: Callable = _no_estimate
+    margin: float = BY_RULE
+    prefer: Callable = _always     # the measured rule's precondition, checked before the proof
+
+    def picks(self, g, proof) -> bool:
+        """True when the cost model takes this scope (its proof holding)."""
         return self.margin == BY_RULE or self.cost(g, proof) <= self.margin * g.plan[1]
+
+
+def static(applies: Callable, cost: Callable, emit: Callable, margin: float = 1.0,
+           prefer: Callable = _always) -> Scope:
+    """A form's static scope (g: Gradient), named after its form, taken by estimate (or BY_RULE)."""
+    return Scope(STATIC, "", applies, emit, cost, margin, prefer)
+
+
+def generic(name: str, holds: Callable, emit: Callable, rule: Callable | None = None) -> Scope:
+    """A shape-generic spelling `name`, by rule: it applies where `holds(form, g)` of the node's GenericForm and is
+    taken where also `rule(form, g)` (the measured rule); `emit(em, src, g, form) -> dX`."""
+    return Scope(GENERIC, name, lambda g: g.form if g.form is not None and holds(g.form, g) else None,
+                 lambda em, src, g, form: (emit(em, src, g, form), form.names(name, em.opset)),
+                 prefer=(lambda g: g.form is None or rule(g.form, g)) if rule else _always)
+
+
+def run_time(name: str, applies: Callable, emit: Callable) -> Scope:
+    """A spelling of maps known only at run time (g: RunTimeGradient), by rule."""
+    return Scope(RUN_TIME, name, applies, emit)
+
+
+@dataclass(frozen=True, init=False)
+class Form:
+    """One spelling: its name (the static calibration key, the report's family) and its scopes, in the order a
+    walk tries them."""
+    name: str
+    scopes: tuple
+
+    def __init__(self, name: str, *scopes: Scope):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "scopes", tuple(replace(s, name=s.name or name) for s in scopes))
+
+    @property
+    def static(self) -> Scope | None:
+        """The static scope, or None where the form has none."""
+        return next((s for s in self.scopes if s.where == STATIC), None)
 
 
 def _per_axis(g: Gradient, name: str) -> tuple:
@@ -91,8 +167,8 @@ def _emit_resize(em, src, g, proof):
 
 
 def _emit_plan(em, src, g, plans):
-    cur, names = emit_plan(em, src, g.res, plans)
-    order = {p.axis: name for p, name in zip(plans, names)}
+    cur, axis_names = emit_plan(em, src, g.res, plans)
+    order = {p.axis: name for p, name in zip(plans, axis_names)}
     return cur, tuple(order[a] for a in g.res.resized_axes)
 
 
@@ -100,56 +176,109 @@ def _no_kron(g: Gradient) -> bool:
     return g.kron is None      # where kron applies it measured faster than Conv / ConvTranspose (README)
 
 
+def _emit_general(em, src, g, plan):
+    return dynamic.emit_dynamic(em, src, g.x, plan), dynamic.axis_forms(plan, em.opset)
+
+
+_block32 = lambda f, g: g.float32 and f.block            # nearest block sums in float32 (shape-generic)
+_filter32 = lambda f, g: g.float32 and not f.block and f.spatial
+_checked = generic_emit.shape_checked
+
+
 REGISTRY = (
     # nearest x2 pair sums: a column-pair MatMul, then AveragePool or Split + Add: by rule, where it measured
-    # fastest (onnx_ops.forms.kron_pairs, docs/benchmarks.md)
-    Form(kron_pairs.NAME, lambda g: True if kron_pairs.applies(g.res, g.opset, np.dtype(g.acc).itemsize) else None,
-         lambda g, p: kron_pairs.cost(g.res, g.opset, np.dtype(g.acc).itemsize),
-         lambda em, src, g, p: kron_pairs.emit(em, src, g.res), BY_RULE),
+    # fastest (onnx_ops.forms.kron_pairs, docs/benchmarks.md; shape-generic: docs/dynamic-forms.md)
+    Form(kron_pairs.NAME,
+         static(lambda g: True if kron_pairs.applies(g.res, g.opset, np.dtype(g.acc).itemsize) else None,
+                lambda g, p: kron_pairs.cost(g.res, g.opset, np.dtype(g.acc).itemsize),
+                lambda em, src, g, p: kron_pairs.emit(em, src, g.res), BY_RULE),
+         generic("kronpairs", lambda f, g: _block32(f, g) and f.pair_columns, generic_emit.emit_kron_pairs,
+                 rule=lambda f, g: f.kron_pairs_faster(g.opset))),
     # nearest x2 block sums as one AveragePool: by rule, where it measured fastest (onnx_ops.forms.cost)
-    Form("avgpool", lambda g: pool_form(g.res, g.blocks, g.opset) if g.float32 else None,
-         lambda g, p: pool_cost(g.res),
-         lambda em, src, g, p: (emit_pool(em, src, g.res, p), ("avgpool",) * len(g.blocks)), BY_RULE),
+    Form("avgpool",
+         static(lambda g: pool_form(g.res, g.blocks, g.opset) if g.float32 else None, lambda g, p: pool_cost(g.res),
+                lambda em, src, g, p: (emit_pool(em, src, g.res, p), ("avgpool",) * len(g.blocks)), BY_RULE),
+         generic("pool", lambda f, g: _block32(f, g) and f.pool_fits(g.opset), _checked(generic_emit.emit_pool))),
     # kron: estimated for float32 whatever the type (as the choice always has)
-    Form("kron", lambda g: g.kron, lambda g, p: kron_cost(g.res, p),
-         lambda em, src, g, p: (emit_kron(em, src, g.res, p), p.names(len(g.res.axes)))),
+    Form("kron", static(lambda g: g.kron, lambda g, p: kron_cost(g.res, p),
+                        lambda em, src, g, p: (emit_kron(em, src, g.res, p), p.names(len(g.res.axes))))),
     # one depthwise Conv of ones (nearest upsampling, no border rows): measured faster than Reshape + ReduceSum
-    Form("conv(ones)", _deconv, lambda g, p: conv_cost(g.res),
-         lambda em, src, g, p: (emit_conv(em, src, *p), _per_axis(g, "conv(ones)")), prefer=_no_kron),
+    Form("conv(ones)",
+         static(_deconv, lambda g, p: conv_cost(g.res),
+                lambda em, src, g, p: (emit_conv(em, src, *p), _per_axis(g, "conv(ones)")), prefer=_no_kron),
+         generic("conv", lambda f, g: _block32(f, g) and f.conv_ok, _checked(generic_emit.emit_conv))),
     # integer downsampling as one ConvTranspose: measured faster than a nearest Resize
-    Form("conv_transpose", lambda g: conv_transpose_form(g.res) if g.float32 else None,
-         lambda g, p: conv_cost(g.res),
-         lambda em, src, g, p: (emit_conv_transpose(em, src, g.res, p), _per_axis(g, "conv_transpose")),
-         prefer=_no_kron),
-    Form("block-sum", lambda g: (g.blocks or None) if g.float32 else None, lambda g, p: conv_cost(g.res),
-         lambda em, src, g, p: (emit_block(em, src, g.res, p), ("block-sum",) * len(p)), prefer=_no_kron),
-    Form("Resize", lambda g: find_resize(g.res, g.opset) if g.float32 else None,
-         lambda g, p: resize_cost(g.res, p[0]), _emit_resize, PREFER_RESIZE),
-    # integer-factor linear / cubic as depthwise Convs, the shape-generic form's spelling: where estimated cheaper
-    # than the per-axis plan (onnx_ops.forms.filter_conv; its cost fitted in onnx_ops.forms.cost)
-    Form(filter_conv.NAME, lambda g: filter_conv.filter_conv_form(g.res, g.opset) if g.float32 else None,
-         lambda g, p: filter_conv_cost(g.res, p.edge_scaled, p.folds, np.dtype(g.acc).itemsize),
-         lambda em, src, g, p: filter_conv.emit_static(em, src, g.res, p)),
-    # the general form: per axis a band, dense, transposed band or gather, in the cheapest order
-    Form("band", lambda g: g.plan[0], lambda g, p: g.plan[1], _emit_plan, BY_RULE),
+    Form("conv_transpose",
+         static(lambda g: conv_transpose_form(g.res) if g.float32 else None, lambda g, p: conv_cost(g.res),
+                lambda em, src, g, p: (emit_conv_transpose(em, src, g.res, p), _per_axis(g, "conv_transpose")),
+                prefer=_no_kron)),
+    # block sums as Reshape + ReduceSum (shape-generic in float64 too)
+    Form("block-sum",
+         static(lambda g: (g.blocks or None) if g.float32 else None, lambda g, p: conv_cost(g.res),
+                lambda em, src, g, p: (emit_block(em, src, g.res, p), ("block-sum",) * len(p)), prefer=_no_kron),
+         generic("block", lambda f, g: f.block, _checked(generic_emit.emit_block))),
+    # one Resize whose taps are the gradient's up to a factor; shape-generic where the static lowering takes it
+    Form("Resize",
+         static(lambda g: find_resize(g.res, g.opset) if g.float32 else None,
+                lambda g, p: resize_cost(g.res, p[0]), _emit_resize, PREFER_RESIZE),
+         generic("resize", lambda f, g: f.resize is not None and g.float32 and g.opset >= 18,
+                 _checked(generic_emit.emit_resize), rule=lambda f, g: f.prefer_resize)),
+    # integer-factor linear / cubic as depthwise Convs (onnx_ops.forms.filter_conv): static where estimated cheaper
+    # than the per-axis plan (its cost fitted in onnx_ops.forms.cost); shape-generic by rule, one Conv per axis
+    # above SEPARABLE_TAPS taps per output (its folds slice at run time: from opset 10)
+    Form(filter_conv.NAME,
+         static(lambda g: filter_conv.filter_conv_form(g.res, g.opset) if g.float32 else None,
+                lambda g, p: filter_conv_cost(g.res, p.edge_scaled, p.folds, np.dtype(g.acc).itemsize),
+                lambda em, src, g, p: filter_conv.emit_static(em, src, g.res, p)),
+         generic("sepconv", lambda f, g: _filter32(f, g) and g.opset >= 10, _checked(generic_emit.emit_sepconv),
+                 rule=lambda f, g: f.taps > filter_conv.SEPARABLE_TAPS),
+         generic("conv", _filter32, _checked(generic_emit.emit_conv))),
+    # the general form: per axis a band, dense, transposed band or gather, in the cheapest order; at run time the
+    # band built from onnxruntime's own taps in the graph (onnx_ops.forms.dynamic)
+    Form("band", static(lambda g: g.plan[0], lambda g, p: g.plan[1], _emit_plan, BY_RULE),
+         run_time("general", lambda g: g.plan, _emit_general)),
 )
 FORMS = {form.name: form for form in REGISTRY}
 # Former form names a calibration cache may still hold, as {old: current}: "deconv(ones)" was the depthwise Conv
-# of ones (its node is a Conv, not a ConvTranspose), renamed "conv(ones)". `choose` reads an old name as the new.
+# of ones (its node is a Conv, not a ConvTranspose), renamed "conv(ones)". `pick` reads an old name as the new.
 RENAMED = {"deconv(ones)": "conv(ones)"}
 
 
+def scopes(where: tuple):
+    """The scopes of the kinds in `where`, in the registry's order."""
+    return (scope for form in REGISTRY for scope in form.scopes if scope.where in where)
+
+
+def names(where: tuple) -> tuple:
+    """The calibration keys of the scopes in `where`, each once, in the registry's order."""
+    return tuple(dict.fromkeys(scope.name for scope in scopes(where)))
+
+
+def pick(where: tuple, g, name: str | None = None) -> tuple:
+    """(scope, proof): the scope named `name` (a current or RENAMED name) where it applies, else the first one the
+    rule or the cost model takes, of the scopes in `where`."""
+    name = RENAMED.get(name, name)
+    for scope in scopes(where):
+        if scope.name == name and (proof := scope.applies(g)) is not None:
+            return scope, proof
+    for scope in scopes(where):
+        if scope.prefer(g) and (proof := scope.applies(g)) is not None and scope.picks(g, proof):
+            return scope, proof
+    raise AssertionError("the last scope of every walk always applies")
+
+
+def ranked(where: tuple, g, few: int | None = None) -> tuple:
+    """The scopes `dml-desc calibrate` measures for a node: the choice by rule and cost model, then the other
+    applicable ones by estimate (in the registry's order where there is none), `few` in all (None: all)."""
+    chosen = pick(where, g)[0].name
+    others = sorted((scope.cost(g, proof), k, scope.name) for k, scope in enumerate(scopes(where))
+                    if scope.name != chosen and (proof := scope.applies(g)) is not None)
+    return ((chosen,) + tuple(dict.fromkeys(name for _, _, name in others)))[:few]
+
+
 def choose(g: Gradient, name: str | None = None) -> tuple:
-    """(form, proof): the form named `name` (a current or RENAMED name) where it applies, else the cost model's
-    choice."""
-    named = FORMS.get(RENAMED.get(name, name))
-    proof = named.applies(g) if named is not None else None
-    if proof is not None:
-        return named, proof
-    for form in REGISTRY:
-        if form.prefer(g) and (proof := form.applies(g)) is not None and form.picks(g, proof):
-            return form, proof
-    raise AssertionError("the per-axis plan always applies")
+    """(scope, proof) of a static gradient: the form named `name` where it applies, else the cost model's choice."""
+    return pick(STATIC_WALK, g, name)
 
 
 def signature(res: Resampling, opset: int, acc: type) -> str:
@@ -178,15 +307,11 @@ def contract(em: Emitter, src: str, res: Resampling, choices: dict | None = None
     signature (a calibration), else in the form the cost model picks."""
     g = Gradient(res, em.opset, em.acc)
     named = choices.get(signature(res, em.opset, em.acc)) if choices else None
-    form, proof = choose(g, named)
-    return form.emit(em, src, g, proof)
+    scope, proof = choose(g, named)
+    return scope.emit(em, src, g, proof)
 
 
 def candidates(res: Resampling, opset: int, acc: type, few: int = CANDIDATES) -> tuple:
-    """The forms `dml-desc calibrate` measures for a gradient: the cost model's choice, then the cheapest other
-    applicable forms by estimate, `few` in all."""
-    g = Gradient(res, opset, acc)
-    chosen = choose(g)[0].name
-    ranked = sorted((form.cost(g, proof), k, form.name) for k, form in enumerate(REGISTRY)
-                    if form.name != chosen and (proof := form.applies(g)) is not None)
-    return (chosen,) + tuple(name for _, _, name in ranked[:few - 1])
+    """The forms `dml-desc calibrate` measures for a static gradient: the cost model's choice, then the cheapest
+    other applicable forms by estimate, `few` in all."""
+    return ranked(STATIC_WALK, Gradient(res, opset, acc), few)

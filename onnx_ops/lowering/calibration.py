@@ -11,11 +11,12 @@ import platform
 from dml_desc.errors import did_you_mean, is_number, require, short_key
 
 from ..forms import FORMS, RENAMED
+from ..forms.registry import RUN_TIME_WALK, names
 from .generic_forms import IGNORED
 
 CACHE_VERSION = 1
-KINDS = ("resize", "pool", "conv", "block", "sepconv", "kronpairs", "general")
-FORM_NAMES = KINDS + tuple(FORMS)      # the names a cache entry may hold: generic kinds, static forms
+KINDS = names(RUN_TIME_WALK)           # the spellings of nodes with run-time lengths: shape-generic, "general"
+FORM_NAMES = KINDS + tuple(FORMS)      # the names a cache entry may hold: those, and the static forms
 
 
 def default_cache() -> str:

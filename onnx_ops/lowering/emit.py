@@ -1,6 +1,6 @@
 """Emitting one ResizeGrad node's lowering: the static forms (the cost model's choice among the forms the taps
 prove equal, onnx_ops.forms / onnx_ops.bridge), the shape-generic forms (onnx_ops.lowering.generic_forms) and the
-dynamic path (onnx_ops.lowering.dynamic), each named after the node, with the `Rewrite` saying what was done.
+dynamic path (onnx_ops.forms.dynamic), each named after the node, with the `Rewrite` saying what was done.
 """
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, require
 
 from .calibration import signature as calibration_signature
-from .dynamic import DynamicPlan, axis_forms, emit_dynamic
 from ..forms import PREFER_RESIZE, Emitter, cast_wrapped, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
-from .generic_emit import emit_generic_node
+from ..forms.registry import GENERIC, RUN_TIME_WALK, RunTimeGradient, pick, ranked, scopes
 from .generic_forms import generic_form
 from .walk import fresh_prefix, graphs, subgraphs
 from ..model import LOWERING_OPSET
@@ -34,7 +33,7 @@ class Rewrite:
     forms: tuple
     kept_native: bool = False
     scope: str = ""          # "" for the main graph, else the subgraph attribute or function path
-    dynamic: bool = False    # taps computed at run time (onnx_ops.lowering.dynamic)
+    dynamic: bool = False    # taps computed at run time (onnx_ops.forms.dynamic)
     semantics: str = ""      # the ONNX semantics the taps follow (dml_desc.conventions.onnx.SEMANTICS)
     notes: tuple = ()        # where the taps follow onnxruntime rather than the ONNX formulas (docs/adjoint.md)
     signature: str = ""      # a shape-generic node's calibration key (onnx_ops.lowering.calibration.signature)
@@ -60,16 +59,11 @@ def lower_node(node, k: int, info, providers, scope: str):
                 f"{scope}node {node.name or node.op_type}.semantics", info.semantics,
                 "cannot be followed with shapes or scales known only at run time: the dynamic path uses the "
                 "executing onnxruntime's Resize and so its nearest tie rule")
-        generic, kinds, sig = _generic(node, read, info)     # constant integer scales: one graph for every length
-        kind = info.choices.get(sig)
-        if generic is not None and kind != "general":
-            new, inits, forms = emit_generic_node(node, generic, read.elem, prefix, info.opset,
-                                                  kind if kind in kinds else None)
-        else:
-            new, inits = _emit_dynamic(node, read.plan, read.elem, prefix, info.opset)
-            forms = axis_forms(read.plan, info.opset)
+        g, sig = _run_time_gradient(node, read, info)
+        new, inits, forms = _emit_run_time(node, g, read.elem, prefix, info.choices.get(sig))
         rewrite = Rewrite(node.name, read.plan.attrs.get("mode", "nearest"), tuple(a for a, _ in read.plan.axes),
-                          forms, scope=scope, dynamic=True, signature=sig, candidates=kinds + ("general",) * bool(sig))
+                          forms, scope=scope, dynamic=True, signature=sig,
+                          candidates=ranked(RUN_TIME_WALK, g) if sig else ())
     else:
         r, res, elem = read
         if "CUDAExecutionProvider" in providers and native_cuda_fits(r, res):
@@ -90,26 +84,29 @@ def native_cuda_fits(r: onnx_conv.OnnxResize, res) -> bool:
             and not any(is_symbolic(n) for n in res.in_shape + res.out_shape))
 
 
-def _generic(node, read, info):
-    """(form, its spellings, calibration signature) of a dynamic ResizeGrad's shape-generic form
-    (onnx_ops.lowering.generic_forms: float / float16 / double, constant scales), or (None, (), "")."""
-    if read.elem not in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE):
-        return None, (), ""
-    dims = info.dims(node.input[1]) or info.dims(node.input[0]) or [None] * read.plan.rank
-    form = generic_form(read.plan.attrs, read.plan.axes, info.const(node, 3)[0], dims, info.opset)
-    kinds = form.kinds(info.opset, np.float64 if read.elem == TensorProto.DOUBLE else np.float32) if form else ()
-    if not kinds:
-        return None, (), ""
+def _run_time_gradient(node, read, info) -> tuple:
+    """(RunTimeGradient, calibration signature) of a node with run-time lengths: its form proven for every length
+    where its scales are constant (onnx_ops.lowering.generic_forms: float / float16 / double), the signature where
+    a shape-generic spelling applies, else ""."""
+    acc = np.float64 if read.elem == TensorProto.DOUBLE else np.float32
+    form = None
+    if read.elem in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE):
+        dims = info.dims(node.input[1]) or info.dims(node.input[0]) or [None] * read.plan.rank
+        form = generic_form(read.plan.attrs, read.plan.axes, info.const(node, 3)[0], dims, info.opset)
+    g = RunTimeGradient(read.plan, form, node.input[1], node.input[0], info.opset, acc)
+    if not any(scope.applies(g) is not None for scope in scopes((GENERIC,))):
+        return g, ""
     factors = {a: f.factor for a, f in form.axes.items()}
-    return form, kinds, calibration_signature(read.plan.attrs, factors, form.rank, form.channels, info.opset,
-                                              read.elem)
+    return g, calibration_signature(read.plan.attrs, factors, form.rank, form.channels, info.opset, read.elem)
 
 
-def _emit_dynamic(node, plan: DynamicPlan, elem, prefix: str, opset: int):
-    """Nodes and initializers of the dynamic path (onnx_ops.lowering.dynamic) with dX written by the last node."""
-    em = Emitter(prefix, opset, np.float64 if elem == TensorProto.DOUBLE else np.float32)
-    cast_wrapped(em, node, elem, lambda dy: (emit_dynamic(em, dy, node.input[1], plan), None))
-    return em.nodes, em.inits
+def _emit_run_time(node, g: RunTimeGradient, elem, prefix: str, named: str | None):
+    """(nodes, initializers, forms) of a node with run-time lengths in the scope `named` (a calibration) where it
+    applies, else the rule's: a shape-generic spelling or the run-time path; dX written by the last node."""
+    em = Emitter(prefix, g.opset, g.acc)
+    scope, proof = pick(RUN_TIME_WALK, g, named)
+    forms = cast_wrapped(em, node, elem, lambda dy: scope.emit(em, dy, g, proof))
+    return em.nodes, em.inits, forms
 
 
 def emit_gradient(node, res, elem: int, prefix: str, opset: int = LOWERING_OPSET,

@@ -1,7 +1,7 @@
 """Shape-generic forms: ResizeGrad with constant integer scales and axis lengths known only at run time.
 
 A real export has symbolic N / H / W and constant scales (torch's `scale_factor=2`). The general dynamic path
-(onnx_ops.lowering.dynamic) builds a dense matrix per axis at run time. With a constant integer factor f the gradient
+(onnx_ops.forms.dynamic) builds a dense matrix per axis at run time. With a constant integer factor f the gradient
 depends on f, not on the length n, and one graph serves every n.
 
 Why (the proof, per axis). For the coordinate modes taken here (half_pixel, pytorch_half_pixel,
@@ -27,7 +27,8 @@ stay at least 0.5 / f from a rounding boundary (or on an exact tie, e.g. asymmet
 represents exactly), so float32 errors (below ulp(n)) cannot move a pick while n * f < 2**21: nearest takes
 f in 2..8.
 
-Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named by `GenericForm.kind`:
+Spellings (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), the generic scopes of the registry
+(onnx_ops.forms.registry), walked in its order by rule, named as calibration records them:
 - pool:   nearest block sums by the static pool rule (windows of 2 on the last 2-3 axes, opset <= 18): one
           AveragePool x block size.
 - conv:   one depthwise Conv with the outer-product kernel and stride f (groups = C when C is static, else viewed
@@ -42,9 +43,9 @@ Forms (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), named 
           rule) or Split + Add per other axis; by rule where `kron_pairs_faster` (nearest x2).
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
-Emission is in onnx_ops.lowering.generic_emit. Each ends with a check that dY's shape is X's times the factors.
-`dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among `GenericForm.kinds` and the general
-path by measurements, when asked.
+Emission is in onnx_ops.forms.generic_emit. Each starts with a check that dY's shape is X's times the factors.
+`dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among the applicable spellings and the
+general path (the registry's `ranked`) by measurements, when asked.
 """
 from __future__ import annotations
 
@@ -59,8 +60,8 @@ from dml_desc.errors import DescError
 from dml_desc.weights import gradient_taps
 
 from ..bridge import middle_row_kernel
-from ..forms import POOL_MAX_OPSET, POOL_WINDOW, Emitter
-from ..forms.filter_conv import FILTER_FACTORS, SEPARABLE_TAPS, AxisForm, FilterConv, emitted, variants
+from ..forms import POOL_MAX_OPSET, POOL_WINDOW
+from ..forms.filter_conv import FILTER_FACTORS, AxisForm, FilterConv, emitted, variants
 from ..forms.kron_pairs import COLUMNS
 from ..model import resize_reader_opset
 
@@ -105,19 +106,6 @@ class GenericForm:
         proven for every length), one Conv or one per axis."""
         return FilterConv(self.emit_axes or self.axes, self.rank, self.channels, split=kind == "sepconv")
 
-    def kind(self, em: Emitter) -> str:
-        """The spelling emitted by rule: "resize" (where the static lowering takes it), "sepconv" (more than
-        SEPARABLE_TAPS taps per output), "kronpairs" (where kron_pairs_faster), "pool" (the opset <= 18 rule),
-        "conv" (float32) or "block"."""
-        kinds = self.kinds(em.opset, em.acc)
-        if self.prefer_resize and "resize" in kinds:
-            return "resize"
-        if "sepconv" in kinds and self.taps > SEPARABLE_TAPS:
-            return "sepconv"
-        if "kronpairs" in kinds and self.kron_pairs_faster(opset=em.opset):
-            return "kronpairs"
-        return next(k for k in ("pool", "conv", "block") if k in kinds)
-
     def pool_fits(self, opset: int) -> bool:
         """The static pool rule: windows of 2 on all of the last 2 or 3 axes, opset <= 18."""
         return _pool_fits(self, opset)
@@ -146,23 +134,6 @@ class GenericForm:
     def taps(self) -> int:
         """Multiply-adds per output of the one-Conv form: the outer product's size."""
         return math.prod(len(f.kernel) for f in self.axes.values())
-
-    def kinds(self, opset: int, acc) -> tuple:
-        """Every spelling this form can be emitted in at `opset` with accumulation type `acc` (the candidates
-        `dml-desc calibrate` measures, with the general path)."""
-        f32 = acc is np.float32
-        out = ["resize"] if self.resize is not None and f32 and opset >= 18 else []
-        if self.block and f32 and _pool_fits(self, opset):
-            out.append("pool")
-        if f32 and (self.conv_ok if self.block else self.spatial):
-            out.append("conv")
-        if f32 and not self.block and self.spatial and opset >= 10:      # its folds slice at run time
-            out.append("sepconv")
-        if self.block and f32 and self.pair_columns:
-            out.append("kronpairs")
-        if self.block:
-            out.append("block")
-        return tuple(out)
 
     def names(self, kind: str, opset: int) -> tuple:
         """The per-axis form names the lowering report prints, e.g. 'generic conv x2 (symmetric pad 1+1)'."""

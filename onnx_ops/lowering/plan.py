@@ -1,7 +1,7 @@
 """What the lowering knows about a model before it rewrites anything: the graph facts (a `GraphInfo`: shapes,
 element types, constants, names in use), and, per ResizeGrad node, its reading: the static map (OnnxResize,
 Resampling, element type) when every resized length is known, else the plan of the dynamic path
-(onnx_ops.lowering.dynamic), with the ONNX reader's checks named after the node.
+(onnx_ops.forms.dynamic), with the ONNX reader's checks named after the node.
 """
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from dml_desc.canonical import AxisMap
 from dml_desc.conventions import onnx as onnx_conv
 from dml_desc.errors import DescError, is_number, require
 
-from . import dynamic
-from .dynamic import DynamicPlan
-from ..forms import symbolic_dim
+from ..forms import dynamic, symbolic_dim
+from ..forms.dynamic import DynamicPlan
 from .walk import graphs, model_names
 from ..model import LOWERING_OPSET, resize_reader_opset
 
@@ -334,7 +333,7 @@ def _plan(where, attrs, rank, axes, kinds, scales, scales_name, roi_name, elem, 
 
 
 def _nhwc_cubic(attrs, rank, axes, scales, has_scales) -> str:
-    """How the dynamic path meets onnxruntime's NHWC cubic kernel (onnx_ops.lowering.dynamic.DynamicPlan.nhwc_cubic).
+    """How the dynamic path meets onnxruntime's NHWC cubic kernel (onnx_ops.forms.dynamic.DynamicPlan.nhwc_cubic).
     With sizes, a same-length axis has scale 1 and every kernel copies it."""
     if not has_scales or rank != 4 or attrs.get("mode") != "cubic" or attrs.get("antialias"):
         return ""

@@ -1,6 +1,6 @@
 """The taps of one axis on the dynamic path, read from onnxruntime's own Resize in O((n + m) * P) memory.
 
-The dynamic path (onnx_ops.lowering.dynamic) needs, for one axis whose lengths or scale are known only at run time, the
+The dynamic path (onnx_ops.forms.dynamic) needs, for one axis whose lengths or scale are known only at run time, the
 weight R[o, j] of X row j in dY row o, in the executing onnxruntime's float32 arithmetic (its coordinates, nearest
 ties, cubic_coeff_a, exclude_outside, antialias, roi). Resizing the identity matrix I(n) gave all of R, O(n * m)
 memory and time (10,000 X rows: 4 GB). Each dY row reads at most P consecutive X rows (its window: 1 for
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto, helper
 
-from ..forms import Emitter
+from .emitter import Emitter
 
 WINDOW = {"nearest": 1, "linear": 2, "cubic": 4}   # X rows one dY row reads without antialias
 RADIUS = {"linear": 1.0, "cubic": 2.0}             # the filter's support radius (antialias stretches it)
@@ -76,7 +76,7 @@ def dy_rows(em: Emitter, taps: "RunTaps") -> str:
 
 def axis_taps(em: Emitter, plan, pos: int, n: str, m: str, scale: str, roi: str, h: str) -> RunTaps:
     """The taps of the axis at `pos` of plan's scales / roi: n, m [1] int64 lengths; scale [1] float32 (or "" when
-    dY's shape gives the size); roi the probe's roi input; h the probe's height scale (onnx_ops.lowering.dynamic)."""
+    dY's shape gives the size); roi the probe's roi input; h the probe's height scale (onnx_ops.forms.dynamic)."""
     mode = plan.attrs.get("mode", "nearest")
     if plan.attrs.get("antialias") and mode != "nearest":
         period = _antialias_period(em, mode, n, m, scale)

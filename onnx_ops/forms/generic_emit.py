@@ -1,6 +1,7 @@
-"""Emission of the shape-generic forms (onnx_ops.lowering.generic_forms): one graph for every length, per spelling
-("resize", "pool", "conv", "sepconv", "kronpairs", "block"), dY's shape checked first. The convs and their
-edges (edge scaling, mirrors, folds) are onnx_ops.forms.filter_conv's, shared with the static lowering."""
+"""Emission of the shape-generic forms (their proof: onnx_ops.lowering.generic_forms.GenericForm): one graph for every
+length, per spelling, dY's shape checked first; the registry's generic scopes (onnx_ops.forms.registry) name them
+("resize", "pool", "conv", "sepconv", "kronpairs", "block"). The convs and their edges (edge scaling, mirrors,
+folds) are onnx_ops.forms.filter_conv's, shared with the static lowering."""
 from __future__ import annotations
 
 import math
@@ -9,25 +10,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 from onnx import TensorProto, helper
 
-from ..forms import POOL_WINDOW, Emitter, cast_wrapped
-from ..forms.filter_conv import dims, emit_filter_conv
-from ..forms.kron_pairs import COLUMNS
+from .cost import POOL_WINDOW
+from .emitter import Emitter
+from .filter_conv import dims, emit_filter_conv
+from .kron_pairs import COLUMNS
 
 if TYPE_CHECKING:
-    from .generic_forms import GenericForm
+    from ..lowering.generic_forms import GenericForm
 
 
-def emit_generic(em: Emitter, dy: str, x: str, form: GenericForm, kind: str | None = None) -> tuple[str, str]:
-    """dX from dY in `form`, spelled as `kind` (one of form.kinds() but "kronpairs", which checks dY's shape in
-    its own views: emit_generic_node; None: by rule); returns (dX, the kind). `dy` has passed the shape check
-    (_dy_checked)."""
-    kind = kind or form.kind(em)
-    emit = {"resize": _emit_resize, "pool": _emit_pool, "conv": _emit_conv, "block": _emit_block,
-            "sepconv": _emit_sepconv}[kind]
-    return emit(em, dy, x, form), kind
+def shape_checked(emit):
+    """The emitter `(em, dy, g, form) -> dX` of a spelling that reads dY after the shape check (_dy_checked):
+    `emit(em, dy, x, form)`, `g` the node's run-time gradient (its X and dY tensors)."""
+    return lambda em, dy, g, form: emit(em, _dy_checked(em, dy, g.x, form), g.x, form)
 
 
-def _emit_resize(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+def emit_resize(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """One onnxruntime Resize with scales 1/f on the resized axes (attributes proven for every length), times
     the product of the factors (on the smaller side: after the Resize)."""
     scales = [float(np.float32(1 / form.axes[a].factor)) if a in form.axes else 1.0 for a in range(form.rank)]
@@ -40,7 +38,7 @@ def _block_weight(form: GenericForm) -> float:
     return math.prod(f.kernel[0] for f in form.axes.values())
 
 
-def _emit_block(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+def emit_block(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """Reshape dY to X's dims with each resized axis split as [n, f], ReduceSum the f axes (into X's shape)."""
     sx = em.node("Shape", [x], "xshape")
     parts, sum_axes = [], []
@@ -53,7 +51,7 @@ def _emit_block(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     return em.scale(em.reduce_sum(split, sum_axes), _block_weight(form))
 
 
-def _emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+def emit_pool(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """dY viewed as [-1, 1, pooled dims], AveragePool with windows of 2, times the block size, X's shape."""
     lead = form.rank - len(form.axes)
     viewed_shape = em.node("Concat", [em.const([-1, 1], "lead", np.int64),
@@ -80,7 +78,7 @@ def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: s
     f = form.axes[form.rank - 1].factor
     rest = em.node("Mod", [em.node("Size", [dy], "size"), em.const(f * widest, "width", np.int64)], "rest")
     fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
-    narrow = (lambda: em.node("Reshape", [_emit_pool(em, dy, x, form), checked], "checked")) \
+    narrow = (lambda: em.node("Reshape", [emit_pool(em, dy, x, form), checked], "checked")) \
         if len(form.axes) > 1 and form.pool_fits(em.opset) else (lambda: _kron_pairs(em, dy, x, form, checked, k))
     return _if(em, fits, lambda: _kron_pairs(em, dy, x, form, checked, widest), narrow)
 
@@ -154,13 +152,13 @@ def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int, shape: str | 
     return out
 
 
-def _emit_conv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+def emit_conv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """One depthwise Conv with the outer-product kernel, stride f per resized axis (onnx_ops.forms.filter_conv).
     With C symbolic the spatial axes are viewed as one channel ([-1, 1, spatial]) and viewed back."""
     return emit_filter_conv(em, dy, x, form.filter_conv("conv"))
 
 
-def _emit_sepconv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
+def emit_sepconv(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """One depthwise Conv per resized axis (its 1-D kernel, stride f), the first axis first (measured faster than
     the last first), then the folds on the smallest tensor: K multiply-adds per output and axis instead of the
     outer product's K^d."""
@@ -191,14 +189,6 @@ def _shape_test(em: Emitter, dy: str, x: str, form: GenericForm) -> tuple:
     return sx, expected, em.node("Equal", [em.node("Shape", [dy], "dyshape"), expected], "same")
 
 
-def emit_generic_node(node, form: GenericForm, elem, prefix: str, opset: int, kind: str | None = None):
-    """(nodes, initializers, form names) of a ResizeGrad node in `form`, dX written by the last node;
-    float16 runs in float32 (as the static forms do); double takes the block form in double."""
-    em = Emitter(prefix, opset, np.float64 if elem == TensorProto.DOUBLE else np.float32)
-    dy, x = node.input[0], node.input[1]
-
-    def compute(cur):
-        if (kind or form.kind(em)) == "kronpairs":         # checks dY's shape in its own views
-            return _emit_kron_pairs(em, cur, x, form, _checked_shape(em, dy, x, form)), "kronpairs"
-        return emit_generic(em, _dy_checked(em, cur, x, form), x, form, kind)
-    return em.nodes, em.inits, form.names(cast_wrapped(em, node, elem, compute), opset)
+def emit_kron_pairs(em: Emitter, dy: str, g, form: GenericForm) -> str:
+    """The kron-pairs spelling (_emit_kron_pairs), dY's shape checked in its own views: dX at X's checked shape."""
+    return _emit_kron_pairs(em, dy, g.x, form, _checked_shape(em, g.dy, g.x, form))

@@ -1,6 +1,6 @@
 """The band form of one axis on the dynamic path: windows and weight blocks built from the run-time taps.
 
-The dynamic path (onnx_ops.lowering.dynamic) reads each axis's taps in the graph (onnx_ops.lowering.dynamic_taps: [P, m]
+The dynamic path (onnx_ops.forms.dynamic) reads each axis's taps in the graph (onnx_ops.forms.dynamic_taps: [P, m]
 tables of X rows and weights). Each X row reads a few dY rows, so the band form is the static one (onnx_ops.forms.Band)
 with its plan computed at run time, once per run, from the taps alone (never a dense n x m matrix):
 
@@ -28,7 +28,7 @@ from onnx import TensorProto, helper
 
 from .dynamic_taps import RunTaps, dy_rows, squeeze_axes, unsqueeze
 from .dynamic_taps import ints as _int
-from ..forms import Emitter
+from .emitter import Emitter
 
 TILE = 16             # X rows per tile: windows of about TILE * m / n + taps dY rows
 BAND_MIN_OPSET = 12   # Range, GatherElements, Pad's pads input (11), Min / Max on int64 (12)

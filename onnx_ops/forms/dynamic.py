@@ -3,9 +3,9 @@
 For each axis the node may resize, onnxruntime's own Resize gives the taps, in the runtime's float32 arithmetic
 (its coordinates per coordinate_transformation_mode, its nearest ties, cubic_coeff_a, exclude_outside, antialias
 and the roi of tf_crop_and_resize; extrapolated outputs read weight 0, also on an axis that antialias copies). From
-opset 12 it resizes combs (onnx_ops.lowering.dynamic_taps: [P, m] tables of X rows and weights, O((n + m) * P) memory),
+opset 12 it resizes combs (onnx_ops.forms.dynamic_taps: [P, m] tables of X rows and weights, O((n + m) * P) memory),
 and dX is dY contracted with them axis by axis, every sum in a fixed order (deterministic on every run and thread
-count): every axis but the last by the band form built from the taps (onnx_ops.lowering.dynamic_band: windows of dY rows
+count): every axis but the last by the band form built from the taps (onnx_ops.forms.dynamic_band: windows of dY rows
 per tile of X rows, one batched MatMul); the last axis, where a Gather would move single values, by one MatMul with
 the dense matrix where it is small (n * m <= DENSE_LAST_MAX), else by the band between two Transposes. Banded axes
 from 2 up go first, then the last axis, then axes 0 and 1, which are seldom resized: an If skips them where their
@@ -39,7 +39,7 @@ from .dynamic_band import (BAND_MIN_OPSET, all_true, band_entries, band_plan, co
                            scatter_flat)
 from .dynamic_taps import (RunTaps, axis_taps, dy_rows, identity_where, is_identity, period, probe_entries,
                            unsqueeze)
-from ..forms import Emitter
+from .emitter import Emitter
 
 DENSE_LAST_MAX = 2 ** 16   # n * m up to which the last axis takes one dense MatMul (a 256 KB matrix)
 PROBE_ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
@@ -69,7 +69,7 @@ class DynamicPlan:
 
 def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     """dX from dY (float32 or float64 as em.acc): one probe Resize per axis; the last axis contracted with a
-    MatMul, the others with the band form (onnx_ops.lowering.dynamic_band) from opset 12, a dense MatMul before.
+    MatMul, the others with the band form (onnx_ops.forms.dynamic_band) from opset 12, a dense MatMul before.
     From opset 12 (dY's type known), a dY with an empty axis (a scale that rounds a length down to 0) gives
     zeros, an empty X an empty dX: an If around the path, whose probes and reshapes cannot take empty axes."""
     if em.opset < BAND_MIN_OPSET or not plan.convert:
@@ -162,7 +162,7 @@ def _elem(em: Emitter) -> int:
 
 
 def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, sx: str, sdy: str, scales: str, h: str) -> RunTaps:
-    """One axis's run-time taps (onnx_ops.lowering.dynamic_taps), the identity where onnxruntime's NHWC cubic kernel
+    """One axis's run-time taps (onnx_ops.forms.dynamic_taps), the identity where onnxruntime's NHWC cubic kernel
     copies the axis."""
     # Gather, not Slice: onnxruntime warns that it cannot rename a Slice of a shape read inside an If branch
     n, m = (em.node("Gather", [s, em.const([axis], "axis", np.int64)], "length") for s in (sx, sdy))
