@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from .. import dmljson
 from ..canonical import Resampling
-from ..errors import ConversionError, require
+from ..convolution import DML_CONVOLUTION_OPERATOR_DESC
+from ..errors import ConversionError, DescError, require
+from ..resample import RESAMPLE_DESCS, ResampleDescriptor
 from . import deconv, dml, jax, onednn, onnx, tf, torch
 from .reading import Reading, Writing
 
@@ -24,7 +26,7 @@ class DmlConvention:
     def read(self, obj, offset_reading: str = "forward") -> Reading:
         """A descriptor's map; a RESAMPLE_GRAD* operator is a gradient."""
         desc = dmljson.from_json(obj)
-        res = dml.to_canonical(desc, offset_reading)
+        res = dml.to_canonical(_resample(desc), offset_reading)
         return Reading(res, "GRAD" in desc.OPERATOR, tuple(res.notes))
 
     def write(self, res: Resampling, backward: bool = True, operator=None, **options) -> Writing:
@@ -39,6 +41,14 @@ class DmlConvention:
             desc, notes = dml.from_canonical(res, "DML_OPERATOR_RESAMPLE_GRAD1" if backward else
                                              "DML_OPERATOR_RESAMPLE2")
         return Writing(dmljson.to_json(desc), tuple(notes))
+
+
+def _resample(desc: dmljson.Descriptor) -> ResampleDescriptor:
+    """`desc` when it is a resampling descriptor; a DescError naming Operator for a convolution (a deconv)."""
+    if isinstance(desc, DML_CONVOLUTION_OPERATOR_DESC):
+        raise DescError("Operator", desc.OPERATOR, f"must be one of {sorted(RESAMPLE_DESCS)} for a resize (a "
+                        "convolution is ConvTransposeBackwardData: conventions.read reads it)")
+    return desc
 
 
 class OnednnConvention:
