@@ -67,7 +67,7 @@ class AxisMap:
     extrapolate: bool = False   # outside [0, in-1] the forward writes a constant: zero gradient
     zero_outside: bool = False  # a sample outside [-0.5, in-0.5] (outside every input pixel) writes 0 (TF's, JAX's
                                 # scale_and_translate with a translation)
-    aa_scale: Optional[float] = None   # antialias filter scale when it differs from `scale`
+    aa_scale: Optional[Scale] = None   # antialias filter scale when it differs from `scale`
     single_rounding: bool = False      # x computed in double, rounded to float32 once (not after the division)
     coords: Optional[Tuple[float, ...]] = None   # explicit x per output, where a runtime's float order matters
     # How a nearest coordinate becomes an index (see weights.nearest_index, the one place that applies these):

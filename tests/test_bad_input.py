@@ -4,7 +4,7 @@ import pytest
 
 from dml_desc import DescError, conventions, dmljson
 from dml_desc.conventions.onnx import installed_semantics
-from tests.conftest import CONV_ONNX
+from tests.conftest import CONV_DML, CONV_ONNX
 from tests.helpers_bad_input import (BIG, conv_dml_with, conv_onnx_with, deconv_onednn_with, dml_with,
                                       onednn_with, onnx_with, tf_with, torch_with)
 
@@ -318,6 +318,16 @@ def test_deconv_input_names_the_users_field(fmt, obj, field):
     with pytest.raises(DescError) as info:
         deconv.read(fmt, obj)
     assert info.value.field == field or info.value.field.endswith(field), str(info.value)
+
+
+@pytest.mark.parametrize("fmt,obj,field", [("dml", CONV_DML, "Operator"), ("onednn", deconv_onednn_with(), "kind"),
+                                           ("onnx", CONV_ONNX, "weights_shape")])
+def test_a_deconv_given_to_the_resize_loader_is_refused_by_name(fmt, obj, field):
+    """conventions.load reads resizes only: a ConvTransposeBackwardData description is a DescError naming the key
+    (the DML convolution descriptor was an AttributeError)."""
+    with pytest.raises(DescError) as info:
+        conventions.load(fmt, obj, semantics="ort-1.27")
+    assert info.value.field == field, str(info.value)
 
 
 @pytest.mark.parametrize("obj", [CONV_ONNX, conv_onnx_with({"auto_pad": "SAME_UPPER"}),

@@ -9,15 +9,18 @@ it from the installed onnxruntime (`onnx.installed_semantics()` does, for the CL
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..canonical import Resampling
 from ..errors import DescError, parse_json, require
 from . import deconv, dml, jax, onednn, onnx, tf, torch  # noqa: F401  (the converter modules, by name)
-from .common import check_numbers, check_tolerance  # noqa: F401  (check_tolerance: the CLI's)
-from .reading import Reading, Writing
-from .registry import CONVENTIONS, FORMATS, convention, family, family_of  # noqa: F401
+from .common import check_numbers as check_numbers, check_tolerance as check_tolerance  # (check_tolerance: the CLI's)
+from .reading import Reading as Reading, Writing as Writing
+from .registry import (CONVENTIONS as CONVENTIONS, FORMATS as FORMATS, convention as convention, family as family,
+                       family_of as family_of)
 
 
-def read(fmt: str, obj, **options) -> Reading:
+def read(fmt: str, obj: object, **options: Any) -> Reading:
     """Read a description in format `fmt` ('dml', 'onednn', 'onnx', 'torch' or 'tf'; the JSON forms of
     `dml-desc convert --help`), a resize or ConvTransposeBackwardData, -> Reading. `backward` is True for a
     gradient description (DML RESAMPLE_GRAD*, oneDNN InterpolateBackward, ONNX ResizeGrad, a deconv), False for
@@ -29,7 +32,7 @@ def read(fmt: str, obj, **options) -> Reading:
     return convention(fmt, op).read(obj, **_for(fmt, op, options))
 
 
-def write(fmt: str, source, backward: bool = True, **options) -> Writing:
+def write(fmt: str, source: Reading | Resampling | deconv.ConvSpec, backward: bool = True, **options: Any) -> Writing:
     """Write `source` (a Reading, or a canonical Resampling) in format `fmt` -> Writing. `backward` picks the
     gradient op (ResizeGrad, InterpolateBackward, RESAMPLE_GRAD) or the forward one (a Reading carries its
     own); torch and tf have only the forward call. Exact or refused: a map the format cannot state raises
@@ -38,43 +41,47 @@ def write(fmt: str, source, backward: bool = True, **options) -> Writing:
     other formats ignore it); tolerance=T (onednn, onnx, torch, tf): accept the closest spelling whose weights
     differ by at most T, with a note giving the bound (the default 0 accepts exact spellings only)."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
+    canonical: object = source
     if isinstance(source, Reading):
         if source.layout:                 # how the source laid its tensors out (deconv), for the writer to keep
             options["layout"] = source.layout
-        source, backward = source.canonical, source.backward
-    op = family_of(source)
-    require(op != "resize" or isinstance(source, Resampling), "res", type(source).__name__,
+        canonical, backward = source.canonical, source.backward
+    op = family_of(canonical)
+    require(op != "resize" or isinstance(canonical, Resampling), "res", type(canonical).__name__,
             "must be a Resampling (conventions.read gives one)")
     tolerance = check_tolerance(options.pop("tolerance", 0.0))
     require(tolerance == 0 or fmt != "dml", "tolerance", tolerance, "applies to onednn, onnx, torch and tf (a DML "
             "operator states the map's parameters directly: it is exact or refused)")
     if tolerance:
         options["tolerance"] = tolerance
-    return convention(fmt, op).write(source, backward, **_for(fmt, op, options))
+    return convention(fmt, op).write(canonical, backward, **_for(fmt, op, options))
 
 
-def _for(fmt: str, op: str, options: dict) -> dict:
+def _for(fmt: str, op: str, options: dict[str, Any]) -> dict[str, Any]:
     """The options without `semantics` where it cannot matter (any format but an ONNX resize), so one call
     can pass it whatever the format."""
     return options if (op, fmt) == ("resize", "onnx") else {k: v for k, v in options.items() if k != "semantics"}
 
 
-def load(fmt: str, obj: dict, **options) -> tuple[Resampling, bool]:
+def load(fmt: str, obj: object, **options: Any) -> tuple[Resampling, bool]:
     """`read` of a resize description, as (Resampling, backward)."""
     require(fmt in FORMATS, "format", fmt, f"must be one of {list(FORMATS)}")
     check_numbers(obj)
     reading = convention(fmt).read(obj, **_for(fmt, "resize", options))
+    assert isinstance(reading.canonical, Resampling)       # what every resize convention reads
     return reading.canonical, reading.backward
 
 
-def dump(fmt: str, res: Resampling, backward: bool = True, **options) -> tuple[dict, tuple]:
+def dump(fmt: str, res: Resampling, backward: bool = True, **options: Any
+         ) -> tuple[dict[str, object], tuple[str, ...]]:
     """`write` of a Resampling, as (JSON object, notes)."""
     require(isinstance(res, Resampling), "res", type(res).__name__, "must be a Resampling (conventions.load gives one)")
     written = write(fmt, res, backward, **options)
     return written.obj, written.notes
 
 
-def convert(src: str, dst: str, obj: dict, semantics=None, **options) -> tuple[dict, tuple]:
+def convert(src: str, dst: str, obj: object, semantics: str | None = None, **options: Any
+            ) -> tuple[dict[str, object], tuple[str, ...]]:
     """read(src, obj) then write(dst, ...) in the same direction -> (JSON object, every note). `semantics`
     (required where an ONNX resize is read or written) applies to both sides; the options go to `write`."""
     reading = read(src, obj, semantics=semantics)
@@ -106,7 +113,8 @@ def guess_format(obj: object) -> str | None:
     return None
 
 
-def load_description(fmt: str, obj: object, semantics=None, **options) -> tuple[Resampling, bool]:
+def load_description(fmt: str, obj: object, semantics: str | None = None, **options: Any
+                     ) -> tuple[Resampling, bool]:
     """The commands' reader: conventions.load, with a hint naming the right --from when the file looks like
     another format. ONNX is read under `semantics`, or (None: no --semantics) the installed onnxruntime's
     (onnx.resolve_semantics, the CLI's documented default)."""
@@ -118,7 +126,7 @@ def load_description(fmt: str, obj: object, semantics=None, **options) -> tuple[
         raise _with_format_hint(e, fmt, obj) from None
 
 
-def _with_format_hint(e: DescError, fmt: str, obj) -> DescError:
+def _with_format_hint(e: DescError, fmt: str, obj: object) -> DescError:
     guess = guess_format(obj)
     if guess is None or guess == fmt:
         return e
@@ -128,7 +136,8 @@ def _with_format_hint(e: DescError, fmt: str, obj) -> DescError:
 def read_description(path: str, fmt: str | None = None) -> tuple[str, object]:
     """(format, JSON object) of a description file; the format is guessed from the keys unless given."""
     obj = read_json(path)
-    fmt = fmt or guess_format(obj)
-    require(fmt is not None, "FILE", path, "is no known format (no Operator, graph, op_type, shape_in, method, "
-            "kernel_type or mode key); pass --from dml|onednn|onnx|torch|tf|jax")
-    return fmt, obj
+    found = fmt or guess_format(obj)
+    if found is None:
+        raise DescError("FILE", path, "is no known format (no Operator, graph, op_type, shape_in, method, "
+                        "kernel_type or mode key); pass --from dml|onednn|onnx|torch|tf|jax")
+    return found, obj

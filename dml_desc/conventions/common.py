@@ -2,46 +2,55 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsFloat, TypeVar
 
-from ..canonical import AxisMap, Mode, Resampling, Rounding, ratio
+from ..canonical import AxisMap, Mode, Resampling, Rounding, Scale, ratio
 from ..errors import ConversionError, DescError, require, short_key
 from ..weights import same_weights
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C")                                  # a convention's candidate spelling (a node, a call, a descriptor)
+D = TypeVar("D", bound="DataclassInstance")
 
 
 INT_RANGE = (-2 ** 63, 2 ** 64 - 1)      # the widest integers the conventions hold: int64 dims, DML's UINT64 size
 
 
-def check_numbers(obj) -> None:
+def check_numbers(obj: object) -> None:
     """Every number a description holds, wherever it is: an integer within INT_RANGE and a float finite, else a
     DescError naming its place (e.g. InputPixelOffsets[0]), before a converter computes with it. Iterative (no
     recursion limit), each container visited once (a Python object may hold itself)."""
     import numbers
-    stack, seen = [(obj, "")], set()
+    stack: list[tuple[object, str]] = [(obj, "")]
+    seen: set[int] = set()
     while stack:
         value, where = stack.pop()
         if isinstance(value, (dict, list, tuple)):
             if id(value) in seen:
                 continue
             seen.add(id(value))
-            items = value.items() if isinstance(value, dict) else enumerate(value)
+            items: Iterable[tuple[object, object]] = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
                 stack.append((item, f"{where}[{key}]" if not isinstance(value, dict) else
                               f"{where}.{short_key(key)}" if where else short_key(key)))
         elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            require(INT_RANGE[0] <= value <= INT_RANGE[1], where or "description", value, "is out of range: an "
+            require(INT_RANGE[0] <= int(value) <= INT_RANGE[1], where or "description", value, "is out of range: an "
                     "integer in a description must fit in 64 bits (-2^63 .. 2^64-1)")
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
             require(_finite(value), where or "description", value, "must be a finite number")
 
 
-def _finite(value) -> bool:
+def _finite(value: SupportsFloat) -> bool:
     try:
         return math.isfinite(value)
     except (OverflowError, ValueError):       # a Fraction beyond float64's range
         return False
 
 
-def check_tolerance(value) -> float:
+def check_tolerance(value: Any) -> float:           # Any: a user's value, checked here
     """A --tolerance value: a finite number >= 0 (a bound on max |dw|, the per-axis weight difference)."""
     from ..errors import is_number
     require(is_number(value) and not isinstance(value, bool) and 0 <= value < 1, "tolerance", value,
@@ -49,7 +58,7 @@ def check_tolerance(value) -> float:
     return float(value)
 
 
-def refuse(field: str, value, reason: str):
+def refuse(field: str, value: object, reason: str) -> NoReturn:
     """Raise ConversionError(field, value, reason): the map cannot be written exactly."""
     raise ConversionError(field, value, reason)
 
@@ -87,7 +96,7 @@ def _same_params(a: Resampling, b: Resampling) -> bool:
     return _weight_params(a) == _weight_params(b)
 
 
-def _weight_params(r: Resampling) -> tuple:
+def _weight_params(r: Resampling) -> tuple[object, ...]:
     """Every parameter the weights may depend on; one that cannot matter is None. A shortcut that skipped a
     parameter here would call two different maps equal without comparing their weights: exclude_outside once
     counted for cubic only, so antialiased linear with and without it (torch vs onnxruntime, 0.08-0.22 apart)
@@ -98,8 +107,8 @@ def _weight_params(r: Resampling) -> tuple:
             r.extrapolation_value if any(a.extrapolate for a in r.axes) else None)
 
 
-def _differences(a: Resampling, b: Resampling):
-    out = []
+def _differences(a: Resampling, b: Resampling) -> list[tuple[str, object, object]]:
+    out: list[tuple[str, object, object]] = []
     for name in ("mode", "antialias", "cubic_coeff_a", "exclude_outside"):
         if getattr(a, name) != getattr(b, name):
             out.append((name, getattr(a, name), getattr(b, name)))
@@ -116,16 +125,17 @@ def _differing(a: Resampling, b: Resampling) -> str:
     return ", ".join(sorted({field for field, _, _ in _differences(a, b)}))
 
 
-def _show(v):
+def _show(v: object) -> object:
     return v.value if isinstance(v, Rounding) else (str(v) if not isinstance(v, (int, float)) else v)
 
 
-def half_pixel_axis(n_in: int, n_out: int, scale, rounding=Rounding.ROUND_PREFER_FLOOR) -> AxisMap:
+def half_pixel_axis(n_in: int, n_out: int, scale: Scale, rounding: Rounding = Rounding.ROUND_PREFER_FLOOR) -> AxisMap:
     """An axis with half-pixel centers: x = (o + 0.5) / scale - 0.5."""
     return AxisMap(n_in, n_out, scale, 0.5, -0.5, rounding)
 
 
-def align_corners_axis(n_in: int, n_out: int, rounding=Rounding.ROUND_PREFER_FLOOR, scale=None) -> AxisMap:
+def align_corners_axis(n_in: int, n_out: int, rounding: Rounding = Rounding.ROUND_PREFER_FLOOR,
+                       scale: Scale | None = None) -> AxisMap:
     """x = o * (in-1)/(out-1); 0 when out == 1. `scale` overrides the exact ratio (TF's float32 one)."""
     if n_out == 1 or n_in == 1:
         return AxisMap(n_in, n_out, math.inf, 0.0, 0.0, rounding)
@@ -137,7 +147,7 @@ def spatial_axes(rank: int, layout: str) -> range:
     return range(2, rank) if layout == "NCX" else range(1, rank - 1)
 
 
-def place(shape, spatial, maps) -> tuple:
+def place(shape: Iterable[int], spatial: Iterable[int], maps: Iterable[AxisMap]) -> tuple[AxisMap, ...]:
     """Identity maps everywhere except the spatial axes."""
     axes = [AxisMap.identity(n) for n in shape]
     for i, m in zip(spatial, maps):
@@ -145,7 +155,7 @@ def place(shape, spatial, maps) -> tuple:
     return tuple(axes)
 
 
-def reciprocal_f32(value: float):
+def reciprocal_f32(value: float) -> Scale:
     """The exact scale whose reciprocal is float32(value): for runtimes that multiply by in/out.
     A zero source scale (align_corners with one input element) maps every output to 0: scale inf."""
     import numpy as np
@@ -154,15 +164,17 @@ def reciprocal_f32(value: float):
     return math.inf if v == 0 else 1 / Fraction(v)
 
 
-def first_exact(res: Resampling, candidates, to_canonical, target: str, tolerance: float = 0.0,
-                closest: bool = True) -> tuple:
+def first_exact(res: Resampling, candidates: Iterable[C], to_canonical: Callable[[C], Resampling], target: str,
+                tolerance: float = 0.0, closest: bool = True) -> tuple[C, tuple[str, ...]]:
     """The first candidate whose canonical form is `res` exactly; else one equal for these shapes; else, with
     `tolerance` > 0, the closest candidate whose weights are within it (with a note giving the bound). Refuses
     with the most telling reason, naming the closest spelling and the weight difference it would make; with
     `closest` False (a caller that only asks whether a spelling exists) the closest is not looked for: that
     compares every candidate's tables, seconds per candidate on a 2^22 axis."""
     tolerance = check_tolerance(tolerance)
-    errors, best, near = [], None, []
+    errors: list[DescError] = []
+    best: tuple[C, tuple[str, ...]] | None = None
+    near: list[tuple[C, Resampling, ConversionError]] = []
     for cand in candidates:
         try:
             mapped = to_canonical(cand)
@@ -181,16 +193,16 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str, toleranc
         best = best or (cand, back.notes)
     if best:
         return best
-    closest = _closest(res, near) if closest else None
-    if closest is not None:
-        cand, (dw, changed, taps), e = closest
+    found = _closest(res, near) if closest else None
+    if found is not None:
+        cand, (dw, changed, taps), err = found
         if 0 < tolerance and dw <= tolerance:
             return cand, (f"{target}: not exact, within --tolerance {tolerance:g}: this spelling changes the "
                           f"weights by max |dw| = {dw:.2g} on {changed} of {taps} taps (per axis)",)
-        raise ConversionError(e.field, e.value, f"{e.rule}. The closest spelling, {_spelling(cand)}, changes the "
+        raise ConversionError(err.field, err.value, f"{err.rule}. The closest spelling, {_spelling(cand)}, changes the "
                               f"weights by max |dw| = {dw:.2g} on {changed} of {taps} taps (per axis); "
                               f"--tolerance {_round_up(dw)} accepts it")
-    if near and not closest:                 # not compared: the first candidate of the same shapes says why
+    if near and not found:                 # not compared: the first candidate of the same shapes says why
         raise near[0][2]
     errors.sort(key=lambda e: not isinstance(e, ConversionError))
     if not errors:
@@ -198,14 +210,15 @@ def first_exact(res: Resampling, candidates, to_canonical, target: str, toleranc
     raise errors[0]
 
 
-def _closest(res: Resampling, near: list):
+def _closest(res: Resampling, near: list[tuple[C, Resampling, ConversionError]]
+             ) -> tuple[C, tuple[float, int, int], ConversionError] | None:
     """(candidate, (max |dw|, taps changed, taps), error) of the candidate nearest `res`, or None."""
     scored = [(cand, weight_difference(res, mapped), e) for cand, mapped, e in near]
     scored = [s for s in scored if math.isfinite(s[1][0])]
     return min(scored, key=lambda s: s[1][0]) if scored else None
 
 
-def weight_difference(a: Resampling, b: Resampling) -> tuple:
+def weight_difference(a: Resampling, b: Resampling) -> tuple[float, int, int]:
     """(max |dw|, taps that differ, taps) between two maps of the same shapes, axis by axis over the forward
     tables of dml_desc.weights (a tap is one (output, input) weight of one axis); inf when the extrapolated rows
     or the constant they write differ."""
@@ -236,7 +249,7 @@ def _round_up(v: float) -> str:
     return f"{bound:g}" if bound >= v else f"{float(f'{int(mantissa) + 1}e{exponent}'):g}"
 
 
-def _spelling(cand) -> str:
+def _spelling(cand: object) -> str:
     """A candidate as the JSON the user would write (to_json when it has one)."""
     import json
     obj = cand.to_json() if hasattr(cand, "to_json") else cand
@@ -246,7 +259,7 @@ def _spelling(cand) -> str:
         return repr(obj)
 
 
-def dataclass_from_json(cls, obj, label: str):
+def dataclass_from_json(cls: type[D], obj: Any, label: str) -> D:     # Any: parsed JSON, checked here
     """Build an argument dataclass from a JSON object, refusing unknown keys by name."""
     from ..errors import did_you_mean, require
     require(isinstance(obj, dict), label, obj, "must be a JSON object")
@@ -261,7 +274,8 @@ def dataclass_from_json(cls, obj, label: str):
     return cls(**obj)
 
 
-def check_budget(shape, out_shape, shape_field: str, out_field: str, out_index=None) -> None:
+def check_budget(shape: Sequence[int], out_shape: Sequence[int], shape_field: str, out_field: str,
+                 out_index: Callable[[int], str] | None = None) -> None:
     """The size budget on a convention's own fields, before any map or table is built: both shapes' element
     counts, and each resized axis's length (`out_index(i)` names the user's entry for axis i)."""
     from .. import budget

@@ -8,17 +8,19 @@ same weights. In oneDNN's IOX layout, (IC, OC/groups, X...), those weights are a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Tuple
+from typing import Any, Tuple
 
 from ..convolution import DML_CONVOLUTION_OPERATOR_DESC, conv_out_size, deconv_out_size
 from ..enums import DML_CONVOLUTION_DIRECTION, DML_CONVOLUTION_MODE, DML_TENSOR_DATA_TYPE
-from ..errors import integer, int_list, one_of, require, short_key
+from ..errors import DescError, integer, int_list, one_of, require, short_key
 from ..tensor import DML_BUFFER_TENSOR_DESC
 from .common import check_numbers, refuse
-from .reading import Reading, Writing
+from .reading import Convention, Reading, Writing
 from .onnx import DEFAULT_OPSET
-from .onednn import attrs_of, check_dtypes, find_op, known_attrs, graph_document, logical_tensor, shape_of
+from .onednn import (JsonObject, attrs_of, check_dtypes, find_op, known_attrs, graph_document, logical_tensor,
+                     shape_of)
 
 AUTO_PADS = {"none": "None", "same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
 WEIGHTS_FORMATS = {"IOX": "IOX", "XOI": "XOI", "OIX": "IOX", "XIO": "XOI"}   # the seed's table names alias
@@ -43,7 +45,7 @@ class ConvSpec:
     groups: int = 1
     output_padding: Tuple[int, ...] = field(default=(), compare=False)   # forward metadata only
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         """Every writer's output must load again: positive dims, a kernel that fits, the size budget."""
         from .. import budget
         for name in ("batch", "dst_channels", "src_channels", "groups"):
@@ -86,7 +88,8 @@ class ConvSpec:
         return (self.src_channels, self.dst_channels // self.groups) + self.kernel
 
 
-def _ints(a: dict, name: str, n: int, minimum: int, required=True, default=None) -> tuple:
+def _ints(a: JsonObject, name: str, n: int, minimum: int, required: bool = True, default: Sequence[int] = ()
+          ) -> tuple[int, ...]:
     """One per-spatial-axis integer attribute; `default` when it is optional and absent."""
     require(name in a or not required, name, None, "is required")
     return tuple(int_list(a[name], name, minimum, length=n)) if name in a else tuple(default)
@@ -101,7 +104,7 @@ def auto_pads(mode: str, n_in: int, k: int, s: int, d: int) -> Tuple[int, int]:
     return (small, total - small) if mode == "SAME_UPPER" else (total - small, small)
 
 
-def _read_onednn(doc: dict) -> Reading:
+def _read_onednn(doc: object) -> Reading:
     """A oneDNN Graph JSON document's ConvSpec, its layout (data_format, weights_format, dtype) and notes."""
     op = find_op(doc, ("ConvTransposeBackwardData",))
     a = known_attrs(attrs_of(op), DECONV_ATTRS)
@@ -110,8 +113,9 @@ def _read_onednn(doc: dict) -> Reading:
     fmt = one_of(a.get("data_format", "NXC"), DATA_FORMATS, "data_format")
     wfmt_in = one_of(a.get("weights_format", "XOI"), list(WEIGHTS_FORMATS), "weights_format")
     wfmt = WEIGHTS_FORMATS[wfmt_in]
-    notes = () if wfmt == wfmt_in else (f"weights_format {wfmt_in} read as {wfmt} (oneDNN's ConvTranspose "
-                                        "schema accepts XOI/IOX; the seed table's OIX/XIO name the same layouts)",)
+    notes: tuple[str, ...] = () if wfmt == wfmt_in else (
+        f"weights_format {wfmt_in} read as {wfmt} (oneDNN's ConvTranspose schema accepts XOI/IOX; the seed table's "
+        "OIX/XIO name the same layouts)",)
     require(3 <= len(dd) <= 5, "inputs[0].shape", dd, "diff_dst must be 3- to 5-D (1 to 3 spatial axes)")
     require(len(w) == len(dd), "inputs[1].shape", w, f"weights must have the rank of diff_dst ({len(dd)})")
     n = len(dd) - 2
@@ -141,7 +145,7 @@ def _read_onednn(doc: dict) -> Reading:
     return Reading(spec, True, notes, {"data_format": fmt, "weights_format": wfmt, "dtype": _dtype(op)})
 
 
-def _check_output(op: dict, spec: ConvSpec, fmt: str, check_padding: bool) -> None:
+def _check_output(op: JsonObject, spec: ConvSpec, fmt: str, check_padding: bool) -> None:
     for i, n in enumerate(spec.src_spatial):
         require(n >= 1, "pads/strides", spec.dst_spatial, f"give an empty diff_src on spatial axis {i}")
         if not check_padding:
@@ -161,22 +165,23 @@ def _check_output(op: dict, spec: ConvSpec, fmt: str, check_padding: bool) -> No
                 f"must be {want} by oneDNN's formula floor((diff_dst + pb + pe - (d*(k-1)+1)) / s) + 1")
 
 
-def _dtype(op: dict) -> str:
+def _dtype(op: JsonObject) -> str:
     check_dtypes(op)
     first = (op.get("inputs") or [{}])[0]
-    return first.get("dtype", "f32") if isinstance(first, dict) else "f32"
+    dtype: str = first.get("dtype", "f32") if isinstance(first, dict) else "f32"     # check_dtypes: one of ours
+    return dtype
 
 
-def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "IOX", dtype: str = "f32") -> dict:
+def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "IOX", dtype: str = "f32") -> JsonObject:
     """A oneDNN Graph JSON document with one ConvTransposeBackwardData op for `spec`, in the given data
     layout (NCX or NXC), weights layout (IOX or XOI) and dtype ('f32', 'f16', 'bf16').
     """
     require(data_format in DATA_FORMATS, "data_format", data_format, f"must be one of {list(DATA_FORMATS)}")
     require(weights_format in ("IOX", "XOI"), "weights_format", weights_format, "must be IOX or XOI")
     # No output_padding: oneDNN's add_op refuses it ("attribute output_padding is not defined in spec").
-    attrs = {"strides": spec.strides, "pads_begin": spec.pads_begin, "pads_end": spec.pads_end,
-             "dilations": spec.dilations}
-    attrs = {k: {"type": "s64[]", "value": list(v)} for k, v in attrs.items()}
+    per_axis = {"strides": spec.strides, "pads_begin": spec.pads_begin, "pads_end": spec.pads_end,
+                "dilations": spec.dilations}
+    attrs: dict[str, dict[str, object]] = {k: {"type": "s64[]", "value": list(v)} for k, v in per_axis.items()}
     attrs.update({"auto_pad": {"type": "string", "value": "None"}, "groups": {"type": "s64", "value": spec.groups},
                   "data_format": {"type": "string", "value": data_format},
                   "weights_format": {"type": "string", "value": weights_format}})
@@ -189,7 +194,7 @@ def to_onednn(spec: ConvSpec, data_format: str = "NCX", weights_format: str = "I
                            "inputs": tensors, "outputs": [out]})
 
 
-def to_layout(ncx, data_format: str) -> list:
+def to_layout(ncx: Sequence[int], data_format: str) -> list[int]:
     """An NCX shape written in `data_format` ('NCX' unchanged, 'NXC' channels last)."""
     ncx = list(ncx)
     return ncx if data_format == "NCX" else [ncx[0]] + ncx[2:] + [ncx[1]]
@@ -229,11 +234,11 @@ def from_dml(desc: DML_CONVOLUTION_OPERATOR_DESC) -> ConvSpec:
                     desc.start_padding, desc.end_padding, desc.group_count, (0,) * len(desc.strides))
 
 
-def _packed_strides(sizes) -> tuple:
+def _packed_strides(sizes: Sequence[int]) -> tuple[int, ...]:
     return tuple(math.prod(sizes[i + 1:]) for i in range(len(sizes)))
 
 
-def to_onnx_attrs(spec: ConvSpec) -> dict:
+def to_onnx_attrs(spec: ConvSpec) -> dict[str, object]:
     """ONNX Conv attributes for NCX data and (IC, OC/groups, K...) weights."""
     return {"kernel_shape": list(spec.kernel), "strides": list(spec.strides), "dilations": list(spec.dilations),
             "pads": list(spec.pads_begin) + list(spec.pads_end), "group": spec.groups}
@@ -243,7 +248,7 @@ ONNX_CONV_ATTRS = ("kernel_shape", "strides", "dilations", "pads", "group", "aut
 ONNX_FORM_KEYS = ("op_type", "opset", "input_shape", "weights_shape", "attributes", "layout")
 
 
-def from_onnx(attrs: dict, x_shape, w_shape) -> ConvSpec:
+def from_onnx(attrs: Any, x_shape: Any, w_shape: Any) -> ConvSpec:       # Any: parsed JSON, checked here
     """An ONNX Conv node (explicit or auto pads) as the spec of the same cross-correlation."""
     require(isinstance(attrs, dict), "attributes", attrs, "must be an object")
     unknown = [a for a in attrs if a not in ONNX_CONV_ATTRS]
@@ -270,7 +275,7 @@ def from_onnx(attrs: dict, x_shape, w_shape) -> ConvSpec:
 
 # ---- the JSON forms `dml-desc convert` reads and writes ------------------------------------
 
-def is_deconv(fmt: str, obj) -> bool:
+def is_deconv(fmt: str, obj: object) -> bool:
     """True when `obj` in format `fmt` describes ConvTransposeBackwardData (not a resize)."""
     if not isinstance(obj, dict):
         return False
@@ -291,42 +296,43 @@ class OnednnDeconvConvention:
     layout keeps data_format / weights_format / dtype; `write` gives a Writing in that layout."""
     name = "onednn"
 
-    def read(self, obj) -> Reading:
+    def read(self, obj: object) -> Reading:
         """The document's ConvSpec and layout."""
         return _read_onednn(obj)
 
-    def write(self, spec: ConvSpec, backward: bool = True, layout=None, data_format=None) -> Writing:
+    def write(self, spec: ConvSpec, backward: bool = True, layout: object = None, data_format: str | None = None
+              ) -> Writing:
         """The document of `spec` in `layout` (deconv has a gradient form only: `backward` is ignored);
         data_format overrides the layout's."""
-        layout = _checked_layout(spec, layout)
-        return Writing(to_onednn(spec, data_format or layout.get("data_format", "NCX"),
-                                 layout.get("weights_format", "IOX"), layout.get("dtype", "f32")))
+        checked = _checked_layout(spec, layout)
+        return Writing(to_onednn(spec, data_format or checked.get("data_format", "NCX"),
+                                 checked.get("weights_format", "IOX"), checked.get("dtype", "f32")))
 
 
 class DmlDeconvConvention:
     """ConvTransposeBackwardData as a DML FORWARD CROSS_CORRELATION convolution descriptor (dmljson's form)."""
     name = "dml"
 
-    def read(self, obj) -> Reading:
+    def read(self, obj: Any) -> Reading:          # Any: parsed JSON, checked by dmljson
         """The descriptor's ConvSpec; layout: its dtype."""
         return _read_dml(obj)
 
-    def write(self, spec: ConvSpec, backward: bool = True, layout=None) -> Writing:
+    def write(self, spec: ConvSpec, backward: bool = True, layout: object = None) -> Writing:
         """The descriptor of `spec` in the layout's dtype (`backward` is ignored)."""
         from .. import dmljson
-        layout = _checked_layout(spec, layout)
-        return Writing(dmljson.to_json(to_dml(spec, layout.get("dtype", "f32"))))
+        checked = _checked_layout(spec, layout)
+        return Writing(dmljson.to_json(to_dml(spec, checked.get("dtype", "f32"))))
 
 
 class OnnxDeconvConvention:
     """ConvTransposeBackwardData as an ONNX Conv node (NCX data, (IC, OC/groups, K...) weights)."""
     name = "onnx"
 
-    def read(self, obj) -> Reading:
+    def read(self, obj: Any) -> Reading:          # Any: parsed JSON, checked here
         """The Conv node's ConvSpec."""
         return Reading(_read_onnx(obj), True)
 
-    def write(self, spec: ConvSpec, backward: bool = True, layout=None) -> Writing:
+    def write(self, spec: ConvSpec, backward: bool = True, layout: object = None) -> Writing:
         """The Conv node of `spec` at DEFAULT_OPSET (`backward` and the layout are ignored: the form is NCX)."""
         _checked_layout(spec, layout)
         return Writing({"op_type": "Conv", "opset": DEFAULT_OPSET, "input_shape": list(spec.diff_dst_shape),
@@ -334,28 +340,30 @@ class OnnxDeconvConvention:
                         "layout": "NCX data, (IC, OC/groups, K...) weights: transpose NXC / XOI inputs first"})
 
 
-def _checked_layout(spec, layout) -> dict:
+def _checked_layout(spec: object, layout: Any) -> dict[str, Any]:    # Any: a Reading's layout, checked here
     """The layout dict of a deconv Reading ({} for None), `spec` checked to be a ConvSpec."""
     require(isinstance(spec, ConvSpec), "spec", type(spec).__name__, "must be a ConvSpec (a deconv Reading's)")
-    layout = {} if layout is None else layout
-    require(isinstance(layout, dict), "layout", layout, "must be the layout dict of a deconv Reading")
-    return layout
+    checked: dict[str, Any] = {} if layout is None else layout
+    require(isinstance(checked, dict), "layout", checked, "must be the layout dict of a deconv Reading")
+    return checked
 
 
 # one convention object per format (the registry's ("deconv", fmt) entries)
-CONVENTIONS = {c.name: c for c in (OnednnDeconvConvention(), DmlDeconvConvention(), OnnxDeconvConvention())}
+CONVENTIONS: dict[str, Convention] = {c.name: c for c in (OnednnDeconvConvention(), DmlDeconvConvention(),
+                                                          OnnxDeconvConvention())}
 
 
-def _read_dml(obj) -> Reading:
+def _read_dml(obj: Any) -> Reading:                # Any: parsed JSON, checked by dmljson
     from .. import dmljson
     desc = dmljson.from_json(obj)
-    require(isinstance(desc, DML_CONVOLUTION_OPERATOR_DESC), "Operator", desc.OPERATOR,
-            f"must be {DML_CONVOLUTION_OPERATOR_DESC.OPERATOR} for ConvTransposeBackwardData")
+    if not isinstance(desc, DML_CONVOLUTION_OPERATOR_DESC):
+        raise DescError("Operator", desc.OPERATOR,
+                        f"must be {DML_CONVOLUTION_OPERATOR_DESC.OPERATOR} for ConvTransposeBackwardData")
     dtype = "f16" if desc.input_tensor.data_type is DML_TENSOR_DATA_TYPE.FLOAT16 else "f32"
     return Reading(from_dml(desc), True, (), {"dtype": dtype})
 
 
-def _read_onnx(obj) -> ConvSpec:
+def _read_onnx(obj: Any) -> ConvSpec:              # Any: parsed JSON, checked here
     require(isinstance(obj, dict), "onnx", obj, "must be a JSON object")
     unknown = [key for key in obj if key not in ONNX_FORM_KEYS]
     require(not unknown, short_key(unknown[0]) if unknown else "", None, f"unknown key; the onnx Conv form has "
@@ -369,14 +377,14 @@ def _read_onnx(obj) -> ConvSpec:
     return from_onnx(obj.get("attributes", {}), obj["input_shape"], obj["weights_shape"])
 
 
-def read(fmt: str, obj) -> Reading:
+def read(fmt: str, obj: object) -> Reading:
     """ConvTransposeBackwardData read from format `fmt` (the registry's deconv convention for it)."""
     convention = _convention(fmt)
     check_numbers(obj)
     return convention.read(obj)
 
 
-def write(fmt: str, reading: Reading, **options) -> Writing:
+def write(fmt: str, reading: Reading, **options: Any) -> Writing:
     """`reading` (a deconv Reading) written in format `fmt`, keeping its layout; options: data_format (onednn)."""
     require(isinstance(reading, Reading), "reading", type(reading).__name__, "must be a Reading (deconv.read's)")
     if fmt not in FORMATS:
@@ -384,6 +392,6 @@ def write(fmt: str, reading: Reading, **options) -> Writing:
     return CONVENTIONS[fmt].write(reading.canonical, layout=reading.layout, **options)
 
 
-def _convention(fmt: str):
+def _convention(fmt: str) -> Convention:
     require(fmt in FORMATS, "format", fmt, f"ConvTransposeBackwardData converts between {list(FORMATS)}")
     return CONVENTIONS[fmt]

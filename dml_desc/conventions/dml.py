@@ -6,6 +6,7 @@ forward Resample's offsets; the default) and "swapped" (tensorflow-directml-plug
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -50,10 +51,10 @@ def to_canonical(desc: ResampleDescriptor, offset_reading: str = "forward") -> R
     return res.noted(*memory_notes(desc))
 
 
-def memory_notes(desc) -> tuple:
+def memory_notes(desc: ResampleDescriptor) -> tuple[str, ...]:
     """A note for each tensor whose memory fields (strides, flags, size, alignment) are not the packed defaults:
     they describe memory, not the map, and no other convention carries them."""
-    notes = []
+    notes: list[str] = []
     for name in (desc.FORWARD_IN, desc.FORWARD_OUT):
         t = getattr(desc, name)
         packed = DML_BUFFER_TENSOR_DESC.packed(t.data_type, t.sizes)
@@ -72,7 +73,7 @@ def memory_notes(desc) -> tuple:
 
 def from_canonical(res: Resampling, operator: str = "DML_OPERATOR_RESAMPLE_GRAD",
                    data_type: DML_TENSOR_DATA_TYPE = DML_TENSOR_DATA_TYPE.FLOAT32,
-                   offset_reading: str = "forward") -> tuple[ResampleDescriptor, tuple]:
+                   offset_reading: str = "forward") -> tuple[ResampleDescriptor, tuple[str, ...]]:
     """A descriptor of class `operator` (a DML_OPERATOR_* name) for `res` -> (descriptor, notes), or
     ConversionError when that operator cannot state the map exactly (e.g. cubic, a round-half rule
     RESAMPLE1/GRAD cannot express, antialias before RESAMPLE3).
@@ -88,10 +89,11 @@ def from_canonical(res: Resampling, operator: str = "DML_OPERATOR_RESAMPLE_GRAD"
     out_offs = [a.out_offset for a in res.axes]
     if offset_reading == "swapped":
         in_offs, out_offs = out_offs, in_offs
-    kwargs = {cls.FORWARD_IN: DML_BUFFER_TENSOR_DESC.packed(data_type, res.in_shape),
-              cls.FORWARD_OUT: DML_BUFFER_TENSOR_DESC.packed(data_type, res.out_shape),
-              "interpolation_mode": DM.NEAREST_NEIGHBOR if res.mode is Mode.NEAREST else DM.LINEAR,
-              "scales": scales, "input_pixel_offsets": in_offs, "output_pixel_offsets": out_offs}
+    # Any: the descriptor's fields, keyed by the class's own names
+    kwargs: dict[str, Any] = {cls.FORWARD_IN: DML_BUFFER_TENSOR_DESC.packed(data_type, res.in_shape),
+                              cls.FORWARD_OUT: DML_BUFFER_TENSOR_DESC.packed(data_type, res.out_shape),
+                              "interpolation_mode": DM.NEAREST_NEIGHBOR if res.mode is Mode.NEAREST else DM.LINEAR,
+                              "scales": scales, "input_pixel_offsets": in_offs, "output_pixel_offsets": out_offs}
     if has_rounding:
         kwargs["rounding_direction"] = direction
     if "antialiased" in cls.__dataclass_fields__:
@@ -106,7 +108,7 @@ def _dml1_shift(rounding: Rounding) -> float:
     return -0.5 if rounding is Rounding.CEIL else 0.0
 
 
-def _check_expressible(res: Resampling, cls) -> None:
+def _check_expressible(res: Resampling, cls: type[ResampleDescriptor]) -> None:
     if res.mode not in (Mode.NEAREST, Mode.LINEAR):
         refuse("mode", res.mode.value, f"DirectML resampling has no {res.mode.value} mode (NEAREST_NEIGHBOR and "
                "LINEAR only)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from collections.abc import Iterable, Iterator
 from typing import Optional, Sequence
 
 import numpy as np
@@ -34,12 +35,12 @@ class JaxResize:
     scale: Optional[Sequence[float]] = None
     translation: Optional[Sequence[float]] = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The JSON form (the fields that are set)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items() if v is not None}
 
     @classmethod
-    def from_json(cls, obj: dict) -> "JaxResize":
+    def from_json(cls, obj: object) -> "JaxResize":
         """A JaxResize from its JSON form; unknown keys are refused by name."""
         return dataclass_from_json(cls, obj, "jax")
 
@@ -75,7 +76,8 @@ def to_canonical(t: JaxResize) -> Resampling:
     return filtered(_placed(shape, out, dims, axes), mode, t.antialias)
 
 
-def _placed(shape, out, dims, axes) -> tuple:
+def _placed(shape: Sequence[int], out: Sequence[int], dims: Sequence[int], axes: Iterable[AxisMap]
+            ) -> tuple[AxisMap, ...]:
     maps = [AxisMap.identity(n) for n in shape]
     for d, a in zip(dims, axes):
         maps[d] = a
@@ -93,13 +95,15 @@ def _resize_axis(n_in: int, n_out: int, mode: Mode) -> AxisMap:
     return scale_translate_axis(n_in, n_out, 1.0 / (n_out / n_in), 0.0, mode)
 
 
-def _scale_and_translate_axes(t: JaxResize, shape, out, mode, pytorch):
+def _scale_and_translate_axes(t: JaxResize, shape: Sequence[int], out: Sequence[int], mode: Mode, pytorch: bool
+                              ) -> tuple[list[int], list[AxisMap]]:
     require(mode is not Mode.NEAREST, "method", t.method, "is refused by jax.image.scale_and_translate ('Nearest "
             "neighbor resampling is not currently supported for scale_and_translate')")
     rank = len(shape)
     dims = int_list(t.spatial_dims, "spatial_dims", minimum=-rank)
-    dims = [d % rank if -rank <= d < rank else require(False, "spatial_dims", t.spatial_dims,
-                                                        f"every axis must be in [-{rank}, {rank - 1}]") for d in dims]
+    for d in dims:
+        require(-rank <= d < rank, "spatial_dims", t.spatial_dims, f"every axis must be in [-{rank}, {rank - 1}]")
+    dims = [d % rank for d in dims]
     require(len(set(dims)) == len(dims), "spatial_dims", t.spatial_dims, "must not repeat an axis")
     for name in ("scale", "translation"):
         v = getattr(t, name)
@@ -107,13 +111,14 @@ def _scale_and_translate_axes(t: JaxResize, shape, out, mode, pytorch):
                 f"must have {len(dims)} entries (one per spatial dim)")
         for i, x in enumerate(v):
             float32_number(x, f"{name}[{i}]", positive=name == "scale")
+    assert t.scale is not None and t.translation is not None        # checked above: lists of len(dims) numbers
     f = np.float32
     axes = [scale_translate_axis(shape[d], out[d], f(1) / f(s), tr, mode)
             for d, s, tr in zip(dims, t.scale, t.translation)]
     return dims, axes
 
 
-def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
+def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple[JaxResize, tuple[str, ...]]:
     """The first JAX call whose map equals `res` -> (JaxResize, notes): jax.image.resize, else scale_and_translate."""
     names = {Mode.NEAREST: ["nearest"], Mode.LINEAR: ["linear"], Mode.CUBIC: ["cubic", "cubic-pytorch"],
              Mode.LANCZOS3: ["lanczos3"], Mode.LANCZOS5: ["lanczos5"], Mode.AREA: ["area"]}.get(res.mode)
@@ -123,7 +128,7 @@ def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
     return first_exact(res, _candidates(res, names), to_canonical, "JAX", tolerance)
 
 
-def _candidates(res: Resampling, names):
+def _candidates(res: Resampling, names: list[str]) -> Iterator[JaxResize]:
     shape, out = list(res.in_shape), list(res.out_shape)
     for name in names:
         for aa in (res.antialias, not res.antialias):

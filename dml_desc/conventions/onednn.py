@@ -9,10 +9,13 @@ Its backward kernels find the outputs of each input by an inverse rule of their 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from ..canonical import AxisMap, Mode, Resampling, Rounding, ratio
-from ..errors import ConversionError, did_you_mean, float32_number, int_list, one_of, require, short_key
+from ..errors import ConversionError, DescError, did_you_mean, float32_number, int_list, one_of, require, short_key
 from ..weights import Taps, forward_taps, sorted_unique
 from .common import align_corners_axis, check_budget, first_exact, half_pixel_axis, place, refuse, spatial_axes
 
@@ -24,32 +27,33 @@ FORMATS = ("NCX", "NXC")
 ONEDNN_DTYPES = ("f32", "bf16", "f16")
 KINDS = ("Interpolate", "InterpolateBackward")
 F32 = np.float32
+JsonObject = dict[str, Any]      # an object of a oneDNN Graph JSON document (parsed JSON: the values are checked)
 
 
-def find_op(doc: dict, kinds=KINDS) -> dict:
+def find_op(doc: Any, kinds: Sequence[str] = KINDS) -> JsonObject:     # Any: parsed JSON, checked here
     """The single op of a oneDNN Graph JSON document (or the op object itself)."""
     require(isinstance(doc, dict), "onednn", doc, "must be a JSON object")
     ops = doc.get("graph", [doc])
     require(isinstance(ops, list) and len(ops) == 1, "graph", len(ops) if isinstance(ops, list) else ops,
             "must hold exactly one op")
-    op = ops[0]
+    op: JsonObject = ops[0]
     require(isinstance(op, dict), "graph[0]", op, "must be an op object")
     one_of(op.get("kind"), kinds, "kind")
     return op
 
 
-def attrs_of(op: dict) -> dict:
+def attrs_of(op: JsonObject) -> JsonObject:
     """An op's attributes as {name: value}, from oneDNN Graph's {"name": {"type": ..., "value": ...}} form."""
     attrs = op.get("attrs", {})
     require(isinstance(attrs, dict), "attrs", attrs, "must be an object")
-    out = {}
+    out: JsonObject = {}
     for name, a in attrs.items():
         require(isinstance(a, dict) and "value" in a, f"attrs.{name}", a, 'must be {"type": ..., "value": ...}')
         out[name] = a["value"]
     return out
 
 
-def shape_of(tensors: list, index: int, field: str) -> list:
+def shape_of(tensors: Any, index: int, field: str) -> list[int]:     # Any: parsed JSON, checked here
     """The shape of logical tensor `index` of an op's inputs or outputs (a DescError naming `field` if absent)."""
     require(isinstance(tensors, list) and len(tensors) > index and isinstance(tensors[index], dict), field, tensors,
             f"needs a logical tensor object at index {index}")
@@ -60,7 +64,7 @@ def shape_of(tensors: list, index: int, field: str) -> list:
 INTERPOLATE_ATTRS = ("mode", "coordinate_transformation_mode", "sizes", "scales", "data_format")
 
 
-def known_attrs(a: dict, known) -> dict:
+def known_attrs(a: JsonObject, known: Sequence[str]) -> JsonObject:
     """Refuse an attribute this op does not read (it would be dropped silently)."""
     unknown = [name for name in a if name not in known]
     require(not unknown, f"attrs.{short_key(unknown[0]) if unknown else ''}", None,
@@ -69,7 +73,7 @@ def known_attrs(a: dict, known) -> dict:
     return a
 
 
-def to_canonical(doc: dict) -> Resampling:
+def to_canonical(doc: object) -> Resampling:
     """The canonical map of a oneDNN Graph JSON document with one Interpolate or InterpolateBackward op.
     Shapes are read in the op's data_format (NCX: channels first, NXC: channels last); the scale is the
     exact ratio out/in of the shapes, as the dnnl backend uses it.
@@ -106,7 +110,7 @@ def to_canonical(doc: dict) -> Resampling:
     return res
 
 
-def _spatial_out(a: dict, ins: list) -> list:
+def _spatial_out(a: JsonObject, ins: list[int]) -> list[int]:
     has_sizes, has_scales = a.get("sizes") not in (None, []), a.get("scales") not in (None, [])
     require(has_sizes != has_scales, "sizes/scales", {"sizes": a.get("sizes"), "scales": a.get("scales")},
             "exactly one of sizes and scales must be given")
@@ -121,9 +125,9 @@ def _spatial_out(a: dict, ins: list) -> list:
     return [scaled_size(s, n) for s, n in zip(scales, ins)]
 
 
-def check_dtypes(op: dict) -> None:
+def check_dtypes(op: JsonObject) -> None:
     """Every logical tensor's dtype, when given, is one of ONEDNN_DTYPES, and all of them agree."""
-    seen = []
+    seen: list[tuple[str, str]] = []
     for role in ("inputs", "outputs"):
         tensors = op.get(role) or []
         require(isinstance(tensors, list), role, tensors, "must be a list of logical tensor objects")
@@ -148,13 +152,14 @@ def scale_for(n_in: int, n_out: int) -> float:
         if got == n_out:
             return float(s)
         s = np.nextafter(s, F32(np.inf) if got < n_out else F32(0))
-    require(False, "scales", n_out / n_in, f"no float32 scale gives {n_out} from {n_in} in oneDNN")
+    raise DescError("scales", n_out / n_in, f"no float32 scale gives {n_out} from {n_in} in oneDNN")
 
 
 def stepped_coords(n_in: int, n_out: int) -> np.ndarray:
     """oneDNN's pixel_shift_scale in its float32 steps: ((o + 0.5f) * in / out) - 0.5f."""
     o = np.arange(n_out, dtype=F32)
-    return (o + F32(0.5)) * F32(n_in) / F32(n_out) - F32(0.5)
+    coords: np.ndarray = (o + F32(0.5)) * F32(n_in) / F32(n_out) - F32(0.5)
+    return coords
 
 
 def float_steps(ax: AxisMap, mode: Mode) -> AxisMap:
@@ -176,7 +181,8 @@ def backward_starts(n_in: int, n_out: int, kernel: str) -> np.ndarray:
         x = i * (F32(n_out) / F32(n_in)) - F32(0.5)
     else:
         x = i * F32(n_out) / F32(n_in) - F32(0.5)
-    return np.clip(np.ceil(x.astype(np.float64)), 0, n_out).astype(np.int64)
+    starts: np.ndarray = np.clip(np.ceil(x.astype(np.float64)), 0, n_out).astype(np.int64)
+    return starts
 
 
 def backward_kernel_map(res: Resampling, kernel: str) -> Resampling:
@@ -220,7 +226,7 @@ def backward_linear_taps(n_in: int, n_out: int) -> Taps:
     return Taps(index, weight, n_out)
 
 
-def backward_kernel_taps(res: Resampling, kernel: str) -> list:
+def backward_kernel_taps(res: Resampling, kernel: str) -> list[Taps | None]:
     """Per axis, the gradient table (rows = inputs) a oneDNN backward kernel computes (None: identity)."""
     from ..weights import gradient_taps
     if res.mode is Mode.LINEAR:
@@ -229,13 +235,13 @@ def backward_kernel_taps(res: Resampling, kernel: str) -> list:
     return [None if ax.is_identity else gradient_taps(ax, kernel_res) for ax in kernel_res.axes]
 
 
-def departures(res: Resampling, kernel: str) -> dict:
+def departures(res: Resampling, kernel: str) -> dict[int, list[int]]:
     """{axis: [inputs whose gradient row differs]} between the transpose of `res` and what `kernel` computes
     (weights compared to 1e-6, so linear's float32 weights do not count); empty when it is the transpose."""
     from ..weights import gradient_taps
-    out = {}
+    out: dict[int, list[int]] = {}
     for a, (ax, taps) in enumerate(zip(res.axes, backward_kernel_taps(res, kernel))):
-        rows = [] if taps is None else _rows_that_differ(gradient_taps(ax, res), taps)
+        rows: list[int] | np.ndarray = [] if taps is None else _rows_that_differ(gradient_taps(ax, res), taps)
         if len(rows):
             out[a] = [int(r) for r in rows]
     return out
@@ -250,8 +256,8 @@ def _rows_that_differ(a: Taps, b: Taps) -> np.ndarray:
     return sorted_unique(keys[np.abs(va - vb) > 1e-6] // a.cols)
 
 
-def from_canonical(res: Resampling, backward: bool = True, data_format=None, dtype: str = "f32",
-                   use_scales: bool = False, tolerance: float = 0.0) -> tuple:
+def from_canonical(res: Resampling, backward: bool = True, data_format: str | None = None, dtype: str = "f32",
+                   use_scales: bool = False, tolerance: float = 0.0) -> tuple[JsonObject, tuple[str, ...]]:
     """A oneDNN Graph JSON document for `res` (InterpolateBackward when `backward`, else Interpolate) and the
     notes; refuses cubic, antialias and maps oneDNN rounds differently (e.g. nearest ties round up).
     data_format=None guesses NCX or NXC from which axes are resized.
@@ -275,12 +281,12 @@ def from_canonical(res: Resampling, backward: bool = True, data_format=None, dty
         raise
 
 
-def _document(res: Resampling, backward: bool, fmt: str, ctm: str, dtype: str, use_scales: bool) -> dict:
+def _document(res: Resampling, backward: bool, fmt: str, ctm: str, dtype: str, use_scales: bool) -> JsonObject:
     src, dst = list(res.in_shape), list(res.out_shape)
     spatial = list(spatial_axes(len(src), fmt))
-    attrs = {"mode": {"type": "string", "value": res.mode.value},
-             "coordinate_transformation_mode": {"type": "string", "value": ctm},
-             "data_format": {"type": "string", "value": fmt}}
+    attrs: dict[str, dict[str, object]] = {"mode": {"type": "string", "value": res.mode.value},
+                                           "coordinate_transformation_mode": {"type": "string", "value": ctm},
+                                           "data_format": {"type": "string", "value": fmt}}
     if use_scales:
         attrs["scales"] = {"type": "f32[]", "value": [scale_for(src[i], dst[i]) for i in spatial]}
     else:
@@ -291,12 +297,12 @@ def _document(res: Resampling, backward: bool, fmt: str, ctm: str, dtype: str, u
     return graph_document(op)
 
 
-def graph_document(op: dict) -> dict:
+def graph_document(op: JsonObject) -> JsonObject:
     """A oneDNN Graph JSON document holding one op."""
     return {"version": "3.0.0", "engine_kind": "cpu", "fpmath_mode": "strict", "graph": [op]}
 
 
-def logical_tensor(tid: int, shape: list, dtype: str) -> dict:
+def logical_tensor(tid: int, shape: list[int], dtype: str) -> JsonObject:
     """A dense (strided, row-major) logical tensor of oneDNN Graph's JSON form."""
     strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
     return {"id": tid, "dtype": dtype, "shape": list(shape), "stride": strides,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence, SupportsFloat, TypedDict
 
 import numpy as np
 
-from ..canonical import AxisMap, Mode, Resampling, Rounding, fraction, ratio
+from ..canonical import AxisMap, Mode, Resampling, Rounding, Scale, fraction, ratio
 from .. import budget
 from ..errors import DescError, float32_number, is_number, one_of, require
 from .common import dataclass_from_json
@@ -67,37 +67,37 @@ def schema_opset(opset: int) -> int:
 class OnnxResize:
     """A Resize (or ResizeGrad) node's attributes and constant inputs, plus the shape of X."""
     input_shape: Sequence[int]
-    attributes: dict = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=dict)    # Any: JSON values, checked by to_canonical
     roi: Optional[Sequence[float]] = None
     scales: Optional[Sequence[float]] = None
     sizes: Optional[Sequence[int]] = None
     opset: int = DEFAULT_OPSET
     op_type: str = "Resize"
 
-    def attr(self, name: str, default=None):
+    def attr(self, name: str, default: Any = None) -> Any:
         """The node attribute `name`, or `default` when it is not set."""
         return self.attributes.get(name, default)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The JSON form read by `dml-desc convert --from onnx` (op_type, opset, input_shape, attributes, and
         roi / scales / sizes when set).
         """
-        out = {"op_type": self.op_type, "opset": self.opset, "input_shape": list(self.input_shape),
-               "attributes": dict(self.attributes)}
+        out: dict[str, object] = {"op_type": self.op_type, "opset": self.opset,
+                                  "input_shape": list(self.input_shape), "attributes": dict(self.attributes)}
         for name in ("roi", "scales", "sizes"):
             if getattr(self, name) is not None:
                 out[name] = [float(v) if name != "sizes" else int(v) for v in getattr(self, name)]
         return out
 
     @classmethod
-    def from_json(cls, obj: dict) -> "OnnxResize":
+    def from_json(cls, obj: object) -> "OnnxResize":
         """An OnnxResize from its JSON form; unknown keys are refused by name."""
         node = dataclass_from_json(cls, obj, "onnx")
         require(bool(node.input_shape), "input_shape", node.input_shape, "is required (the shape of X)")
         return node
 
 
-def _validate(node: OnnxResize) -> tuple:
+def _validate(node: OnnxResize) -> tuple[int, str, str, str, str]:
     opset = schema_opset(node.opset)
     require(node.op_type in ("Resize", "ResizeGrad"), "op_type", node.op_type, "must be Resize or ResizeGrad")
     shape = node.input_shape
@@ -125,7 +125,7 @@ def _validate(node: OnnxResize) -> tuple:
     return opset, mode, ctm, nearest, policy
 
 
-def _axes(node: OnnxResize) -> tuple:
+def _axes(node: OnnxResize) -> tuple[int, ...]:
     rank = len(node.input_shape)
     axes = node.attr("axes")
     if axes is None:
@@ -138,48 +138,48 @@ def _axes(node: OnnxResize) -> tuple:
     return norm
 
 
-def _f32(v) -> float:
+def _f32(v: SupportsFloat) -> float:
     return float(np.float32(v))
 
 
-def _sizes_and_scales(node: OnnxResize, axes, policy):
+def _sizes_and_scales(node: OnnxResize, axes: Sequence[int], policy: str) -> tuple[list[int], list[float]]:
     """Per resized axis: (output size, float32 scale the coordinate uses)."""
     for name in ("scales", "sizes", "roi"):
         value = getattr(node, name)
         require(value is None or isinstance(value, (list, tuple)), name, value, "must be a list")
-    has_scales = node.scales is not None and len(node.scales) > 0
-    has_sizes = node.sizes is not None and len(node.sizes) > 0
+    given_scales, given_sizes = node.scales or (), node.sizes or ()
+    has_scales, has_sizes = len(given_scales) > 0, len(given_sizes) > 0
     require(has_scales != has_sizes, "scales/sizes", {"scales": node.scales, "sizes": node.sizes},
             "exactly one of the scales and sizes inputs must be given")
     ins = [node.input_shape[a] for a in axes]
     if has_scales:
-        require(len(node.scales) == len(axes), "scales", list(node.scales),
+        require(len(given_scales) == len(axes), "scales", list(given_scales),
                 f"must have {len(axes)} entries (one per resized axis)")
-        for i, v in enumerate(node.scales):
+        for i, v in enumerate(given_scales):
             float32_number(v, f"scales[{i}]", positive=True)      # a float32 tensor: no overflow to inf
         require(policy == "stretch" or schema_opset(node.opset) < 18, "keep_aspect_ratio_policy", policy,
                 "applies only with the sizes input")
-        scales = [_f32(s) for s in node.scales]
-        require(all(s * float(np.float32(n)) < 2 ** 63 for s, n in zip(scales, ins)), "scales", list(node.scales),
+        scales = [_f32(s) for s in given_scales]
+        require(all(s * float(np.float32(n)) < 2 ** 63 for s, n in zip(scales, ins)), "scales", list(given_scales),
                 "give an output too large to count")
         outs = [int(np.floor(np.float32(s) * np.float32(n))) for s, n in zip(scales, ins)]
         _check_budget(node, axes, outs, "scales")
         for a, o in zip(axes, outs):
-            require(o >= 1, "scales", list(node.scales), f"give an empty output on axis {a}")
+            require(o >= 1, "scales", list(given_scales), f"give an empty output on axis {a}")
         return outs, scales
-    require(len(node.sizes) == len(axes), "sizes", list(node.sizes), f"must have {len(axes)} entries")
-    require(all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in node.sizes), "sizes",
-            list(node.sizes), "every size must be an integer >= 1")
-    _check_budget(node, axes, node.sizes, "sizes")
+    require(len(given_sizes) == len(axes), "sizes", list(given_sizes), f"must have {len(axes)} entries")
+    require(all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in given_sizes), "sizes",
+            list(given_sizes), "every size must be an integer >= 1")
+    _check_budget(node, axes, given_sizes, "sizes")
     if policy == "stretch":
-        return list(node.sizes), [_f32(np.float32(o) / np.float32(n)) for o, n in zip(node.sizes, ins)]
+        return list(given_sizes), [_f32(np.float32(o) / np.float32(n)) for o, n in zip(given_sizes, ins)]
     pick = min if policy == "not_larger" else max
-    s = pick(_f32(np.float32(o) / np.float32(n)) for o, n in zip(node.sizes, ins))
+    s = pick(_f32(np.float32(o) / np.float32(n)) for o, n in zip(given_sizes, ins))
     # onnxruntime: std::round(float(scale * in)), halves away from zero (np.round would go to even)
     return [math.floor(float(np.float32(s) * np.float32(n)) + 0.5) for n in ins], [s] * len(ins)
 
 
-def _check_budget(node: OnnxResize, axes, outs, field: str) -> None:
+def _check_budget(node: OnnxResize, axes: Sequence[int], outs: Sequence[int], field: str) -> None:
     """The size budget on the output shape, before any map or table is built (dml_desc.budget)."""
     out_shape = list(node.input_shape)
     for a, o in zip(axes, outs):
@@ -191,16 +191,18 @@ def _check_budget(node: OnnxResize, axes, outs, field: str) -> None:
             budget.check_axis(node.input_shape[a], f"input_shape[{a}]")
 
 
-def _roi(node: OnnxResize, axes):
+def _roi(node: OnnxResize, axes: Sequence[int]) -> list[tuple[float, float]]:
     rank = len(axes)
     require(node.roi is not None and len(node.roi) == 2 * rank and all(is_number(v) for v in node.roi),
         "roi", node.roi, f"tf_crop_and_resize needs roi with 2*{rank} finite numbers [starts..., ends...]")
-    for i, v in enumerate(node.roi):
+    roi = node.roi or ()            # checked above: 2 * rank numbers
+    for i, v in enumerate(roi):
         float32_number(v, f"roi[{i}]")          # a float tensor: no overflow to inf
-    return [(_f32(node.roi[i]), _f32(node.roi[rank + i])) for i in range(rank)]
+    return [(_f32(roi[i]), _f32(roi[rank + i])) for i in range(rank)]
 
 
-def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
+def _axis(ctm: str, n_in: int, n_out: int, scale: Scale, rounding: Rounding,
+          roi_pair: tuple[float, float] | None = None) -> AxisMap:
     """One ONNX coordinate_transformation_mode as a canonical axis map (onnxruntime's arithmetic)."""
     if n_in == n_out == 1:
         return AxisMap.identity(1)          # every coordinate lands on index 0 (tf_crop's x is 0 too)
@@ -223,6 +225,7 @@ def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
         adjustment = _f32(np.float32(n_out) / np.float32(_f32(np.float32(scale) * np.float32(n_in))))
         offset = _f32(np.float32(n_in / 2) * np.float32(1 - adjustment))
         return AxisMap(n_in, n_out, scale, 0.5 - offset, -0.5, rounding, single_rounding=True)  # ORT: in double
+    assert roi_pair is not None  # tf_crop_and_resize: to_canonical reads one per axis (_roi)
     start, end = roi_pair
     if n_out == 1:
         return AxisMap(n_in, n_out, math.inf, -0.5 * (start + end) * (n_in - 1), 0.0, rounding,
@@ -233,7 +236,8 @@ def _axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
                    coords=_tf_crop_coords(n_in, n_out, start, end))
 
 
-def _exact_axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
+def _exact_axis(ctm: str, n_in: int, n_out: int, scale: Scale, rounding: Rounding,
+                roi_pair: tuple[float, float] | None = None) -> AxisMap:
     """The ONNX spec's formulas evaluated exactly ("onnx-spec"): the float32 scale as given (sizes: out / in),
     no float32 rounding of x. Only the arithmetic differs from `_axis`."""
     ax = _axis(ctm, n_in, n_out, scale, rounding, roi_pair)
@@ -244,6 +248,7 @@ def _exact_axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
         return ax.with_(in_offset=Fraction(1, 2) - Fraction(n_in, 2) * (1 - adjustment), single_rounding=False,
                         exact=True)
     if ctm == "tf_crop_and_resize" and n_out > 1:
+        assert roi_pair is not None  # tf_crop_and_resize: to_canonical reads one per axis (_roi)
         start, end = (fraction(v) for v in roi_pair)
         span = (end - start) * (n_in - 1)
         if span < 0:        # a flipped roi: the coordinates, exact up to float64, run backwards
@@ -253,44 +258,58 @@ def _exact_axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
     return ax.with_(exact=True)
 
 
-def _spec_axis(ctm, n_in, n_out, scale, rounding, roi_pair=None) -> AxisMap:
+def _spec_axis(ctm: str, n_in: int, n_out: int, scale: Scale, rounding: Rounding,
+               roi_pair: tuple[float, float] | None = None) -> AxisMap:
     """onnx-spec: the formulas as onnx's reference evaluator (onnx.reference) evaluates them, exactly. Where they
     differ from onnxruntime: align_corners, tf_crop_and_resize and pytorch_half_pixel read the unrounded output
     length L = scale * in (X [1, 2], scales [1, 1.6]: L = 3.2, three outputs at x = o / 2.2), pytorch_half_pixel
     with L == 1 reads x = -0.5, and an axis is copied only when its scale is 1 (and, tf_crop_and_resize, its roi
     is [0, 1]): onnxruntime's copy rules (same output shape, antialias, scale-1 crops) are not the spec's."""
+    # The offsets below are exact Fractions, which canonical.AxisMap types as float (hence their type: ignore).
     length = fraction(scale) * n_in
     if ctm == "align_corners":
         s = math.inf if length == 1 or n_in == 1 else (length - 1) / (n_in - 1)
         return AxisMap(n_in, n_out, s, 0.0, 0.0, rounding, aa_scale=scale, exact=True)
     if ctm == "pytorch_half_pixel" and length == 1:
-        return AxisMap(n_in, n_out, math.inf, Fraction(1, 2), 0.0, rounding, aa_scale=scale, exact=True)
+        return AxisMap(n_in, n_out, math.inf, Fraction(1, 2),  # type: ignore[arg-type]  # a Fraction offset
+                       0.0, rounding, aa_scale=scale, exact=True)
     if ctm == "pytorch_half_pixel" and not (n_in == n_out and scale == 1):    # L > 1: half_pixel, even for 1 output
         return AxisMap(n_in, n_out, scale, 0.5, -0.5, rounding, exact=True)
     if ctm == "tf_crop_and_resize":
+        assert roi_pair is not None  # tf_crop_and_resize: to_canonical reads one per axis (_roi)
         start, end = (fraction(v) for v in roi_pair)
-        if scale == 1 and (start, end) == (0, 1):
+        if scale == 1 and start == 0 and end == 1:
             return AxisMap.identity(n_in)
         span = (end - start) * (n_in - 1)
         if length == 1:
-            return AxisMap(n_in, n_out, math.inf, -(start + end) / 2 * (n_in - 1), 0.0, rounding, extrapolate=True,
-                           aa_scale=scale, exact=True)
+            return AxisMap(n_in, n_out, math.inf,
+                           -(start + end) / 2 * (n_in - 1),  # type: ignore[arg-type]  # a Fraction offset
+                           0.0, rounding, extrapolate=True, aa_scale=scale, exact=True)
         if span < 0:        # a flipped roi: the coordinates, exact up to float64, run backwards
             return AxisMap(n_in, n_out, 1.0, 0.0, 0.0, rounding, extrapolate=True, aa_scale=scale, exact=True,
                            coords=tuple(float(start * (n_in - 1) + o * span / (length - 1)) for o in range(n_out)))
-        return AxisMap(n_in, n_out, math.inf if span == 0 else (length - 1) / span, -start * (n_in - 1), 0.0,
-                       rounding, extrapolate=True, aa_scale=scale, exact=True)
+        return AxisMap(n_in, n_out, math.inf if span == 0 else (length - 1) / span,
+                       -start * (n_in - 1),  # type: ignore[arg-type]  # a Fraction offset
+                       0.0, rounding, extrapolate=True, aa_scale=scale, exact=True)
     if n_in == n_out and scale == 1:
         return AxisMap.identity(n_in)
     return _exact_axis(ctm, n_in, n_out, scale, rounding, roi_pair)
 
 
-def _tf_crop_coords(n_in: int, n_out: int, start: float, end: float) -> tuple:
+def _tf_crop_coords(n_in: int, n_out: int, start: float, end: float) -> tuple[float, ...]:
     """onnxruntime's float32 evaluation: start*(in-1) + (o*(end-start)*(in-1)) / (out-1), step by step."""
     f = np.float32
     o = np.arange(n_out, dtype=f)
     x = f(start) * f(n_in - 1) + ((o * (f(end) - f(start))) * f(n_in - 1)) / f(n_out - 1)
     return tuple(x.astype(np.float64))
+
+
+class _Options(TypedDict):
+    """The Resampling options a node's attributes give."""
+    cubic_coeff_a: float
+    exclude_outside: bool
+    antialias: bool
+    extrapolation_value: float
 
 
 def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resampling:
@@ -306,12 +325,12 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
         outs = _spec_lengths(node, axes, policy, outs)
     rois = _roi(node, axes) if ctm == "tf_crop_and_resize" else [None] * len(axes)
     maps = [AxisMap.identity(n) for n in node.input_shape]
-    notes = () if ctm in CTM_BY_OPSET[opset] else (
+    notes: tuple[str, ...] = () if ctm in CTM_BY_OPSET[opset] else (
         f"coordinate_transformation_mode {ctm} is not in Resize-{opset} ({RUNTIME_ONLY_CTM[ctm][1]}); "
         "onnxruntime still runs it, and this map follows onnxruntime",)
-    kwargs = dict(cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
-                  exclude_outside=bool(node.attr("exclude_outside", 0)), antialias=bool(node.attr("antialias", 0)),
-                  extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
+    kwargs = _Options(cubic_coeff_a=float(node.attr("cubic_coeff_a", -0.75)),
+                      exclude_outside=bool(node.attr("exclude_outside", 0)), antialias=bool(node.attr("antialias", 0)),
+                      extrapolation_value=float(node.attr("extrapolation_value", 0.0)))
     spec = semantics == "onnx-spec"
     if not spec and all(node.input_shape[a] == o for a, o in zip(axes, outs)) and any(s != 1 for s in scales):
         return Resampling(tuple(maps), MODES[mode], **kwargs).noted(*notes,
@@ -322,8 +341,7 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
         if opset == 10:   # onnxruntime's Resize-10 rule: ceil when downsampling, truncate otherwise
             rounding = Rounding.CEIL if s < 1 else Rounding.FLOOR
         if spec:
-            s = _spec_scale(node, a, n_out, s)
-            maps[a] = _spec_axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
+            maps[a] = _spec_axis(ctm, node.input_shape[a], n_out, _spec_scale(node, a, n_out, s), rounding, roi_pair)
         else:
             maps[a] = _axis(ctm, node.input_shape[a], n_out, s, rounding, roi_pair)
             if mode == "nearest" and rounding in (Rounding.ROUND_PREFER_FLOOR, Rounding.ROUND_PREFER_CEIL) \
@@ -337,7 +355,7 @@ def to_canonical(node: OnnxResize, semantics: Optional[str] = None) -> Resamplin
             notes += (f"axis {a} keeps its length with scale {s}: onnxruntime's NHWC cubic kernel copies it (the "
                       "ONNX formulas and its NCHW kernels would resample it); this map follows onnxruntime",)
     if not spec and kwargs["antialias"] and mode != "nearest" and ctm == "tf_crop_and_resize":
-        _refuse_nhwc_crop(node.input_shape, dict(zip(axes, scales)), maps, node.roi)
+        _refuse_nhwc_crop(node.input_shape, dict(zip(axes, scales)), maps, node.roi or ())   # _roi checked it
     return Resampling(tuple(maps), MODES[mode], **kwargs).noted(*notes)
 
 
@@ -349,7 +367,7 @@ def _refuse_ort_exclude_outside(node: OnnxResize, mode: str) -> None:
             "linear with antialias=1): drop it, or read the node with semantics onnx-spec")
 
 
-def nhwc_cubic(rank: int, mode: str, antialias: bool, scales: dict) -> bool:
+def nhwc_cubic(rank: int, mode: str, antialias: bool, scales: dict[int, float]) -> bool:
     """True where onnxruntime (1.32, measured) runs its 4-D NHWC cubic kernel: scales [1, h, w, 1] with h, w >= 1,
     no antialias. That kernel copies an axis that keeps its length whatever its scale (shape [1, 3, 1, 1],
     scales [1, 1.1, 2, 1]: axis 1 is copied), where the NCHW kernels resample it. (1.19.2 refuses this forward.)"""
@@ -357,7 +375,8 @@ def nhwc_cubic(rank: int, mode: str, antialias: bool, scales: dict) -> bool:
             and scales.get(3, 1.0) == 1.0 and scales.get(1, 1.0) >= 1.0 and scales.get(2, 1.0) >= 1.0)
 
 
-def _refuse_nhwc_crop(shape, scales: dict, maps, roi) -> None:
+def _refuse_nhwc_crop(shape: Sequence[int], scales: dict[int, float], maps: Sequence[AxisMap],
+                      roi: Sequence[float]) -> None:
     """onnxruntime's 4-D antialias kernel for scales [1, h, w, 1] (its NHWC path) extrapolates with weights that
     depend on the last axis (measured on 1.19.2 and 1.32: shape [1, 3, 1, 2] -> [1, 2, 1, 2], roi
     [0, -0.2, 0, 0, 1, 1, 1, 1]); that forward is not separable, and no per-axis map is its transpose."""
@@ -389,7 +408,7 @@ def _antialias_copy(ax: AxisMap) -> AxisMap:
                    coords=tuple(np.where(outside, x, np.arange(ax.out_size, dtype=np.float64))))
 
 
-def _spec_lengths(node: OnnxResize, axes, policy: str, outs: list) -> list:
+def _spec_lengths(node: OnnxResize, axes: Sequence[int], policy: str, outs: list[int]) -> list[int]:
     """onnx-spec's output lengths, as onnx's reference evaluator computes them (onnx 1.17 to 1.23), where
     onnxruntime rounds through float32: with scales, floor(scale * in) of the float32 scale in float64 (exact:
     X [5], scales [2.6] gives 12, onnxruntime 13; onnx's shape inference says 12 too); with sizes and a
@@ -404,18 +423,18 @@ def _spec_lengths(node: OnnxResize, axes, policy: str, outs: list) -> list:
         return lengths
     if policy == "stretch":
         return outs
-    ratios = [int(o) / n for o, n in zip(node.sizes, ins)]
+    ratios = [int(o) / n for o, n in zip(node.sizes or (), ins)]     # no scales: sizes (checked)
     r = min(ratios) if policy == "not_larger" else max(ratios)
     return [int(r * n + 0.5) for n in ins]
 
 
-def _spec_scale(node: OnnxResize, axis: int, n_out: int, scale: float):
+def _spec_scale(node: OnnxResize, axis: int, n_out: int, scale: float) -> Scale:
     """The spec's scale: the scales input as given (already float32), or exactly out / in from sizes
     (keep_aspect_ratio_policy: the min / max of those ratios)."""
     if node.scales:
         return scale
     axes = _axes(node)
-    ratios = [Fraction(int(o), node.input_shape[a]) for o, a in zip(node.sizes, axes)]
+    ratios = [Fraction(int(o), node.input_shape[a]) for o, a in zip(node.sizes or (), axes)]   # no scales: sizes
     policy = node.attr("keep_aspect_ratio_policy", "stretch")
     if policy == "stretch":
         return ratios[axes.index(axis)]

@@ -3,12 +3,13 @@ the given semantics (the reader, `onnx_reader.py`, judges each candidate). `onnx
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Optional
 
 import numpy as np
 
-from ..canonical import INTERPOLATION_MODES, Mode, Resampling, Rounding
+from ..canonical import INTERPOLATION_MODES, Mode, Resampling, Rounding, Scale
 from ..errors import DescError
 from .common import first_exact, probe_head, refuse
 from .onnx_reader import CTM_BY_OPSET, DEFAULT_OPSET, OnnxResize, schema_opset, to_canonical
@@ -16,7 +17,8 @@ from .onnx_semantics import check_semantics
 
 
 def from_canonical(res: Resampling, opset: int = DEFAULT_OPSET, op_type: str = "Resize",
-                   semantics: Optional[str] = None, tolerance: float = 0.0, closest: bool = True) -> tuple:
+                   semantics: Optional[str] = None, tolerance: float = 0.0, closest: bool = True
+                   ) -> tuple[OnnxResize, tuple[str, ...]]:
     """The first ONNX spelling whose map equals `res` under `semantics` (required, one of SEMANTICS):
     exact parameters first, then equal weights (float32 scales a few ulps from out/in included: a runtime that
     multiplies by in/out, as torch does, rounds coordinates like one of them); with `tolerance` > 0 the closest
@@ -47,7 +49,8 @@ def _f32_step(value: float, k: int) -> float:
     return float(v)
 
 
-def _with_tuned_scales(res: Resampling, candidates, mapper):
+def _with_tuned_scales(res: Resampling, candidates: Iterable[OnnxResize], mapper: Callable[[OnnxResize], Resampling]
+                       ) -> Iterator[OnnxResize]:
     """Each candidate, and after a scales candidate the same node with each axis's float32 scale moved to the
     nearest neighbour (within ULPS ulps, same output length) whose axis gives `res`'s weights bit for bit."""
     from ..weights import same_weights
@@ -76,7 +79,7 @@ def _with_tuned_scales(res: Resampling, candidates, mapper):
             yield replace(node, scales=scales)
 
 
-def _candidates(res: Resampling, opset: int, op_type: str):
+def _candidates(res: Resampling, opset: int, op_type: str) -> Iterator[OnnxResize]:
     norm = res.normalized()
     resized = [i for i, a in enumerate(norm.axes) if not a.is_identity] or [0]
     rank = len(res.axes)
@@ -106,12 +109,12 @@ def _candidates(res: Resampling, opset: int, op_type: str):
                 yield node
 
 
-def _float(v) -> float:
+def _float(v: Scale) -> float:
     return float(v) if v != math.inf else math.inf
 
 
-def _attrs(res: Resampling, ctm, nearest, opset) -> dict:
-    attrs = {"mode": res.mode.value}
+def _attrs(res: Resampling, ctm: str, nearest: str | None, opset: int) -> dict[str, object]:
+    attrs: dict[str, object] = {"mode": res.mode.value}
     if opset > 10:
         attrs["coordinate_transformation_mode"] = ctm
         if res.mode is Mode.NEAREST and nearest != "round_prefer_floor":
@@ -127,8 +130,9 @@ def _attrs(res: Resampling, ctm, nearest, opset) -> dict:
     return attrs
 
 
-def _roi_for(res: Resampling, rank: int) -> list:
-    starts, ends = [], []
+def _roi_for(res: Resampling, rank: int) -> list[float]:
+    starts: list[float] = []
+    ends: list[float] = []
     for a in res.axes:
         if a.is_identity or a.in_size == 1 or a.scale == math.inf:
             starts.append(0.0)

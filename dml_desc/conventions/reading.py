@@ -1,7 +1,9 @@
 """The one result shape of every convention: what `read` gives and what `write` gives."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -26,3 +28,22 @@ class Writing:
     """A description written in a convention's JSON form, and the notes (e.g. equal only for these shapes)."""
     obj: dict[str, object]
     notes: tuple[str, ...] = ()
+
+
+class Convention(Protocol):
+    """One entry of registry.CONVENTIONS: `read(obj, **options) -> Reading` and
+    `write(canonical, backward=True, **options) -> Writing`, each with the options of its own format."""
+    @property
+    def name(self) -> str:
+        """The format's name: "dml", "onednn", "onnx", "torch", "tf" or "jax"."""
+        ...
+
+    @property
+    def read(self) -> Callable[..., Reading]:
+        """`read(obj, **options) -> Reading`: the format's JSON form read."""
+        ...
+
+    @property
+    def write(self) -> Callable[..., Writing]:
+        """`write(canonical, backward=True, **options) -> Writing`: the canonical form written in the format."""
+        ...

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Iterator
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -26,12 +27,12 @@ class TfResize:
     align_corners: bool = False
     half_pixel_centers: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The JSON form (every field)."""
         return dict(self.__dict__)
 
     @classmethod
-    def from_json(cls, obj: dict) -> "TfResize":
+    def from_json(cls, obj: object) -> "TfResize":
         """A TfResize from its JSON form; unknown keys are refused by name."""
         return dataclass_from_json(cls, obj, "tf")
 
@@ -56,7 +57,7 @@ def to_canonical(t: TfResize) -> Resampling:
     return Resampling(place(shape, (1, 2), maps), METHODS[t.method])
 
 
-def _table_coords(m: AxisMap) -> tuple:
+def _table_coords(m: AxisMap) -> tuple[float, ...]:
     """resize_bicubic looks weights up in a 1024-entry table: x = floor(x) + lrint(frac(x) * 1024) / 1024."""
     import numpy as np
     from ..weights import coordinates
@@ -78,7 +79,7 @@ def _axis(t: TfResize, n_in: int, n_out: int) -> AxisMap:
     return AxisMap(n_in, n_out, scale, offset, -offset)
 
 
-def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
+def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple[TfResize, tuple[str, ...]]:
     """The first TF v1 resize spelling whose map equals `res` -> (TfResize, notes). `res` must be NHWC:
     only axes 1 and 2 may be resized.
     """
@@ -119,7 +120,7 @@ class TfImageResize:
     antialias: bool = False
     preserve_aspect_ratio: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The JSON form (every field)."""
         return dict(self.__dict__)
 
@@ -136,21 +137,25 @@ class TfScaleAndTranslate:
     kernel_type: str = "lanczos3"
     antialias: bool = True
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The JSON form (every field; lists for the sequences)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
 
 
-def call_from_json(obj):
+TfCall = Union[TfResize, TfImageResize, TfScaleAndTranslate]     # any TF call this module reads
+
+
+def call_from_json(obj: Any) -> TfCall:         # Any: parsed JSON, checked here
     """A TF call from its JSON form: the v1 op (no "op" key), or "op": "image.resize" / "ScaleAndTranslate"."""
     require(isinstance(obj, dict), "tf", obj, "must be a JSON object")
     if "op" not in obj:
         return TfResize.from_json(obj)
     op = one_of(obj["op"], OPS, "op")
-    return dataclass_from_json(TfImageResize if op == "image.resize" else TfScaleAndTranslate, obj, f"tf {op}")
+    cls: type[TfImageResize | TfScaleAndTranslate] = TfImageResize if op == "image.resize" else TfScaleAndTranslate
+    return dataclass_from_json(cls, obj, f"tf {op}")
 
 
-def read(call) -> Resampling:
+def read(call: TfCall) -> Resampling:
     """The canonical map of any TF call (v1 op, tf.image.resize, ScaleAndTranslate)."""
     if isinstance(call, TfImageResize):
         return image_resize_canonical(call)
@@ -159,7 +164,7 @@ def read(call) -> Resampling:
     return to_canonical(call)
 
 
-def _nhwc(input_shape, size) -> list:
+def _nhwc(input_shape: object, size: object) -> list[int]:
     shape = int_list(input_shape, "input_shape")
     require(len(shape) == 4, "input_shape", shape, "TF image resize takes NHWC tensors of positive sizes")
     int_list(size, "size", length=2)
@@ -213,7 +218,7 @@ def scale_and_translate_canonical(t: TfScaleAndTranslate) -> Resampling:
     return filtered(place(shape, (1, 2), maps), mode, t.antialias)
 
 
-def write(res: Resampling, tolerance: float = 0.0) -> tuple:
+def write(res: Resampling, tolerance: float = 0.0) -> tuple[TfCall, tuple[str, ...]]:
     """The first TF spelling of `res`: the v1 ops (as before), else tf.image.resize, else ScaleAndTranslate."""
     from ..errors import ConversionError
     try:
@@ -227,7 +232,7 @@ def write(res: Resampling, tolerance: float = 0.0) -> tuple:
             raise first from None
 
 
-def _v2_candidates(res: Resampling):
+def _v2_candidates(res: Resampling) -> Iterator[TfImageResize | TfScaleAndTranslate]:
     from .filters import kernel_of
     shape, size = list(res.in_shape), list(res.out_shape[1:3])
     if len(shape) != 4 or not all(res.normalized().axes[i].is_identity for i in (0, 3)):

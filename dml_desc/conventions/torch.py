@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from dataclasses import dataclass
-from typing import Optional, Sequence, Union
+from collections.abc import Callable, Iterator
+from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -21,6 +22,7 @@ TORCH_MODES = {"bicubic": Mode.CUBIC, "nearest": Mode.NEAREST, "nearest-exact": 
 # The input dtypes a description may name. torch computes coordinates in its "opmath" type: double for float64,
 # float for the others; nearest and nearest-exact always in float (nearest_idx), whatever the dtype.
 INPUT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+N = TypeVar("N", int, float)          # a per-axis number: a size or a scale factor
 
 
 @dataclass
@@ -38,16 +40,16 @@ class TorchInterpolate:
     antialias: bool = False
     dtype: Optional[str] = None      # the input's dtype: float64 computes coordinates in double (None: float32)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The JSON form (the keyword arguments that are set, plus input_shape)."""
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
     @classmethod
-    def from_json(cls, obj: dict) -> "TorchInterpolate":
+    def from_json(cls, obj: object) -> "TorchInterpolate":
         """A TorchInterpolate from its JSON form; unknown keys are refused by name."""
         return dataclass_from_json(cls, obj, "torch")
 
-    def kwargs(self) -> dict:
+    def kwargs(self) -> dict[str, object]:
         """The keyword arguments to pass to F.interpolate (everything but input_shape and dtype)."""
         return {k: v for k, v in self.to_json().items() if k not in ("input_shape", "dtype")}
 
@@ -57,7 +59,7 @@ class TorchInterpolate:
         return self.dtype == "float64"
 
 
-def _validate(t: TorchInterpolate):
+def _validate(t: TorchInterpolate) -> tuple[list[int], int]:
     one_of(t.mode, MODES, "mode")
     shape = int_list(t.input_shape, "input_shape")
     require(3 <= len(shape) <= 5, "input_shape", shape, "F.interpolate takes 3- to 5-D inputs of positive sizes")
@@ -82,8 +84,8 @@ def _validate(t: TorchInterpolate):
     return shape, n
 
 
-def _per_axis(value, n, field, kind):
-    values = list(value) if isinstance(value, (list, tuple)) else [value] * n
+def _per_axis(value: object, n: int, field: str, kind: type[N] | tuple[type[N], ...]) -> list[N]:
+    values: list[Any] = list(value) if isinstance(value, (list, tuple)) else [value] * n    # Any: checked below
     require(len(values) == n, field, value, f"must have {n} entries (one per spatial axis)")
     for i, v in enumerate(values):
         name = f"{field}[{i}]" if isinstance(value, (list, tuple)) else field
@@ -112,27 +114,28 @@ def forward_map(t: TorchInterpolate) -> Resampling:
     return make(maps)
 
 
-def _kernel_maps(t: TorchInterpolate, kernel: str):
+def _kernel_maps(t: TorchInterpolate, kernel: str
+                 ) -> tuple[list[AxisMap], Callable[[Sequence[AxisMap]], Resampling]]:
     """(the spatial axes' maps of torch's "forward" or "backward" kernel, spatial maps -> Resampling)."""
     shape, n = _validate(t)
     ins = shape[2:]
+    factors: Sequence[float | None]
     if t.size is not None:
         outs, factors = _per_axis(t.size, n, "size", int), [None] * n
     else:
-        factors = _per_axis(t.scale_factor, n, "scale_factor", (int, float))
-        products = [i * float(f) for i, f in zip(ins, factors)]
+        scales = _per_axis(t.scale_factor, n, "scale_factor", (int, float))
+        products = [i * float(f) for i, f in zip(ins, scales)]
         require(all(math.isfinite(p) for p in products), "scale_factor", t.scale_factor, "gives an output "
                 "too large to count")
         outs = [int(math.floor(p)) for p in products]
         require(all(o >= 1 for o in outs), "scale_factor", t.scale_factor, "gives an empty output")
-        if t.recompute_scale_factor:
-            factors = [None] * n
+        factors = [None] * n if t.recompute_scale_factor else scales
     by = "size" if t.size is not None else "scale_factor"
     check_budget(shape, shape[:2] + list(outs), "input_shape", by, lambda i: f"{by}[{i - 2}]")
     mode = TORCH_MODES.get(t.mode, Mode.LINEAR)
     aa = bool(t.antialias)
 
-    def make(spatial) -> Resampling:
+    def make(spatial: Sequence[AxisMap]) -> Resampling:
         return Resampling(place(shape, range(2, len(shape)), spatial), mode,
                           cubic_coeff_a=-0.5 if aa and mode is Mode.CUBIC else -0.75, exclude_outside=aa,
                           antialias=aa)
@@ -142,7 +145,7 @@ def _kernel_maps(t: TorchInterpolate, kernel: str):
     return _with_copies(maps, copies), make
 
 
-def _with_copies(maps, copies: str) -> list:
+def _with_copies(maps: Sequence[AxisMap], copies: str) -> list[AxisMap]:
     """Replace same-length axes by copies: `copies` is "each" (every such axis), "all" (only when every spatial
     axis keeps its length) or "none"."""
     same = [m.in_size == m.out_size for m in maps]
@@ -168,7 +171,7 @@ def _forward_copies(t: TorchInterpolate, n: int) -> str:
     return "each" if each else "none"
 
 
-def _forward_differs(t: TorchInterpolate, forward, gradient) -> str:
+def _forward_differs(t: TorchInterpolate, forward: Sequence[AxisMap], gradient: Sequence[AxisMap]) -> str:
     """A note where torch's forward computes another map than the one its backward transposes."""
     ins, outs = [m.in_size for m in forward], [m.out_size for m in forward]
     differ = [k for k, (f, g) in enumerate(zip(forward, gradient)) if f != g and not (f.is_identity and g.is_identity)]
@@ -180,7 +183,7 @@ def _forward_differs(t: TorchInterpolate, forward, gradient) -> str:
             "gradient transposes (torch's gradient is not the adjoint of its own forward here)")
 
 
-def _axis(t: TorchInterpolate, n_in: int, n_out: int, factor, halves: bool = True) -> AxisMap:
+def _axis(t: TorchInterpolate, n_in: int, n_out: int, factor: float | None, halves: bool = True) -> AxisMap:
     """torch's area_pixel_compute_source_index / nearest_idx as a canonical axis (`halves`: the kernel reads
     output o of a doubled axis at o >> 1, whatever scale_factor says, as nearest_idx does). A float64 call's
     interpolating axes carry torch's double coordinates (`_in_double`)."""
@@ -189,7 +192,7 @@ def _axis(t: TorchInterpolate, n_in: int, n_out: int, factor, halves: bool = Tru
         else m
 
 
-def _in_double(t: TorchInterpolate, m: AxisMap, n_in: int, n_out: int, factor) -> AxisMap:
+def _in_double(t: TorchInterpolate, m: AxisMap, n_in: int, n_out: int, factor: float | None) -> AxisMap:
     """The axis as torch computes it for a float64 input: the source scale (1/scale_factor, in/out, or
     (in-1)/(out-1) with align_corners) and x = scale * (o - out_offset) - in_offset, in double, not rounded to
     float32 (area_pixel_compute_scale / _source_index with opmath_t = double)."""
@@ -204,7 +207,7 @@ def _in_double(t: TorchInterpolate, m: AxisMap, n_in: int, n_out: int, factor) -
     return m.with_(scale=1 / Fraction(source), coords=tuple(x.tolist()))
 
 
-def _float_axis(t: TorchInterpolate, n_in: int, n_out: int, factor, halves: bool = True) -> AxisMap:
+def _float_axis(t: TorchInterpolate, n_in: int, n_out: int, factor: float | None, halves: bool = True) -> AxisMap:
     """The axis as torch computes it in float (every dtype but float64, and nearest always)."""
     source_scale = (1.0 / factor) if factor else n_in / n_out    # float32 in torch
     if t.mode == "area":          # adaptive average pooling: the windows come from the lengths alone
@@ -223,7 +226,7 @@ def _float_axis(t: TorchInterpolate, n_in: int, n_out: int, factor, halves: bool
     return AxisMap(n_in, n_out, reciprocal_f32(source_scale), 0.5, -0.5)
 
 
-def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
+def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple[TorchInterpolate, tuple[str, ...]]:
     """The first F.interpolate spelling whose map equals `res` -> (TorchInterpolate, notes); refuses maps
     that resize N or C, or that torch cannot state exactly.
     """
@@ -242,7 +245,7 @@ def from_canonical(res: Resampling, tolerance: float = 0.0) -> tuple:
     return first_exact(res, _candidates(res, modes, n), to_canonical, "torch F.interpolate", tolerance)
 
 
-def _candidates(res: Resampling, modes, n):
+def _candidates(res: Resampling, modes: list[str], n: int) -> Iterator[TorchInterpolate]:
     outs = list(res.out_shape[2:])
     # a map with explicit coordinates may be a float64 call's (torch's double arithmetic): those spellings too
     dtypes = [None, "float64"] if any(a.coords is not None for a in res.axes) else [None]

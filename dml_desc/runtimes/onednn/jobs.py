@@ -77,7 +77,7 @@ def describe(result: dict[str, Any]) -> str:
 
 
 def interpolate_backward(res: Resampling, dy: npt.ArrayLike, dtype: str = "f32", api: str = "graph",
-                         data_format: str | None = None) -> tuple[np.ndarray, dict[str, Any], list[str]]:
+                         data_format: str | None = None) -> tuple[np.ndarray, dict[str, Any], tuple[str, ...]]:
     """(diff_src, result, notes): the gradient of canonical `res` on oneDNN, through the oneDNN Graph document
     the converter writes (a map oneDNN cannot express is refused with the converter's reason)."""
     from ...conventions.onednn import from_canonical
