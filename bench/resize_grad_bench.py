@@ -28,11 +28,11 @@ import platform
 import time
 from dataclasses import dataclass, field
 
-# The peers run interleaved in one process. torch's and oneDNN's OpenMP threads spin after each call by default
-# (OMP_WAIT_POLICY=ACTIVE) and take the cores from the next peer: measured here, the dynamic nearest 2x row read
-# 6.8 ms beside the static form's 3.9 ms, and 4.0 ms with PASSIVE, as in a process of its own (3.6 ms). Set before
-# torch or oneDNN load; a value the caller set wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The peers run interleaved in one process, each block of runs after a pause (settle): torch's and oneDNN's OpenMP
+# threads spin for a while after each call (OMP_WAIT_POLICY=ACTIVE, the default) and onnxruntime's after each run,
+# and took the cores from the next peer. An earlier version set OMP_WAIT_POLICY=PASSIVE instead: torch's threads then
+# slept after every parallel region and its backward read up to 2x slow (linear 112 -> 41: 1.05 ms against 0.53 ms
+# in a process of its own). A value the caller sets is used as is.
 
 import numpy as np
 import onnx
