@@ -43,8 +43,8 @@ def _spec(mode, shape, sizes=None, scales=None, opset=19, **attrs):
 
 # (spec, the per-axis forms the cost model must pick, the op types of the lowered graph)
 PICKS = [
-    (_spec("linear", (2, 3, 128, 128), sizes=(47, 47)), ("band 2x24->64", "dense 1x47->128"),
-     ["Gather", "MatMul", "Reshape", "MatMul"]),
+    (_spec("linear", (2, 3, 128, 128), sizes=(47, 47)), ("gather", "dense 1x47->128"),
+     ["MatMul", "Gather", "Mul"]),      # one tap per X row: the last axis densely, then whole rows gathered, scaled
     (_spec("linear", (4, 16, 128, 128), sizes=(217, 217)), ("band 8x29->16", "dense 1x217->128"),
      ["Gather", "MatMul", "Reshape", "MatMul"]),
     (_spec("nearest", (4, 16, 128, 128), sizes=(192, 192), coordinate_transformation_mode="asymmetric",
@@ -168,7 +168,7 @@ def test_band_forms_never_make_a_non_finite_value_finite(r):
 def test_plan_cost_prefers_dense_for_small_axes_and_bands_for_long_ones():
     small = to_canonical(_spec("linear", (8, 32, 128, 128), sizes=(47, 47)), semantics=INSTALLED)
     long = to_canonical(_spec("linear", (1, 1, 2048, 2048), sizes=(3000, 3000)), semantics=INSTALLED)
-    assert plan_axes(small)[0][-1].band.dense
+    assert plan_axes(small)[0][0].band.dense and plan_axes(small)[0][-1].kind == "gather"   # one tap per X row
     assert [(p.kind, p.band.tile) for p in plan_axes(long)[0]] == [("band", 16), ("band-t", 16)]   # transposed
 
 
@@ -307,6 +307,7 @@ def _old_chain(res, opset: int, acc) -> str:
     it was added), kept as the oracle of its order."""
     from onnx_ops.forms import (PREFER_RESIZE, block_factors, combined, conv_cost, conv_transpose_form, deconv_form,
                                 find_resize, kron_cost, kron_form, pool_form, resize_cost)
+    from onnx_ops.forms.cost import KRON_MARGIN
     from onnx_ops.forms import filter_conv, kron_pairs
     from onnx_ops.forms.cost import filter_conv_cost
     if kron_pairs.applies(res, opset, np.dtype(acc).itemsize):       # the nearest x2 rule, first (issue 19)
@@ -314,7 +315,7 @@ def _old_chain(res, opset: int, acc) -> str:
     kron, cost, blocks = kron_form(res), plan_axes(res, np.dtype(acc).itemsize)[1], block_factors(res)
     if acc is np.float32 and pool_form(res, blocks, opset) is not None:
         return "avgpool"
-    if kron is not None and kron_cost(res, kron) <= cost:
+    if kron is not None and kron_cost(res, kron) <= KRON_MARGIN * cost:     # the margin since issue 34
         return "kron"
     conv = acc is np.float32 and kron is None and conv_cost(res) <= cost
     parts = deconv_form(res) if conv and blocks else None

@@ -96,7 +96,8 @@ def axis_options(taps: Taps, axis: int, shape: list, itemsize: int) -> list:
     m, n, last = shape[axis], taps.rows, axis == len(shape) - 1
     rest = math.prod(shape) / m
     light, piles = split_piles(taps)
-    out = [AxisPlan(axis, "gather", None, gather_form_cost(rest, m, light, [len(w) for _, _, w in piles], itemsize))]
+    out = [AxisPlan(axis, "gather", None, gather_form_cost(rest, m, light, [len(w) for _, _, w in piles], itemsize,
+                                                           math.prod(shape[axis + 1:])))]
     swap = transposes_cost(rest, m, n, itemsize)
     tiles = {n} | {t for t in range(1, min(n, MAX_TILE) + 1) if n % t == 0}
     for tile in sorted(tiles, reverse=True):           # on a tie, the larger tile (fewer, larger GEMMs) wins

@@ -21,6 +21,11 @@ from dml_desc.weights import forward_taps
 #   intermediates miss the cache): band + dense 24.6-25.0 ms (model 24-25), dense + dense 35.3 (41),
 #   band + transposed band 28.8 (30), band + band on the last axis 40.5 (45), gather form 74.8 (69)
 PIPELINE = 1.4
+# One tap per X row (the gather form with K = 1): a Gather of whole rows and a Mul by each row's weight, measured
+# on 4x48x41x112 -> 4x48x112x112 (linear 112 -> 41's second axis, one thread, 2026-11-26): Gather 169 us, Mul
+# 347 us for 9.6 MB written, per byte read or written (the MatMul before it: 314 us, estimated 469)
+ROW_GATHER_NS_PER_BYTE = 0.0088
+ROW_SCALE_NS_PER_BYTE = 0.018
 NS_PER_BYTE = 0.027
 NS_PER_MAC = 0.009 * PIPELINE
 NS_PER_ROW = 1.0 * PIPELINE
@@ -38,6 +43,11 @@ MLAS_COLUMNS = 16
 POOL_WINDOW = 2
 POOL_MAX_OPSET = 18
 POOL_NS_PER_BYTE = 4.8 * NS_PER_BYTE   # the pool form's time per byte of dY and dX: 10.8 ms on 8x32x128^2 (above)
+# The kron form (integer-factor block sums) is taken unless the per-axis plan is estimated this much cheaper: where it
+# applies it measured faster than the plans the row-gather estimate (above) prefers, one thread, 2026-11-26 (ms):
+# nearest 1/2 on 4x32x100^2 0.28 (plan 0.42), 8x32x200^2 6.6 (7.1), nearest 1/3 on 4x32x99^2 0.22 (0.38), linear
+# 1/2 on 4x32x100^2 0.19 (plan 0.43; the Resize form it then fell to, 1.7)
+KRON_MARGIN = 1.5
 # A Resize is kept unless the plan is estimated this many times cheaper: one node, no intermediates, and the
 # reference's pattern of non-finite values.
 PREFER_RESIZE = 2.0
@@ -73,10 +83,17 @@ def band_cost(plan, shape: list, n: int, itemsize: int) -> float:
     return cost + matmul_cost(lead * n, plan.width, trail, lead * plan.tiles, moved, itemsize)
 
 
-def gather_form_cost(rest: float, m: int, light, piles: list, itemsize: int) -> float:
-    """The gather form of one axis (m dY rows -> light.rows X rows, `rest` values per row): Gather + Mul +
-    ReduceSum over K taps, measured at ~12 passes of K x dX, plus the edge piles (their lengths)."""
+def gather_form_cost(rest: float, m: int, light, piles: list, itemsize: int, inner: float = 1) -> float:
+    """The gather form of one axis (m dY rows -> light.rows X rows, `rest` values per row, `inner` of them
+    contiguous): Gather + Mul + ReduceSum over K taps, measured at ~12 passes of K x dX, plus the edge piles (their
+    lengths). One tap per X row (K = 1, no piles) is a Gather of blocks of `inner` values and a Mul, no ReduceSum:
+    on 4x48x112^2, linear 112 -> 41, that axis after the other's dense MatMul took the whole gradient from 1.08 to
+    0.91 ms (one thread; 0.55 to 0.45 ms on two)."""
     n = light.rows
+    if light.width == 1 and not piles:
+        weighted = bool((light.weight != 1).any())
+        per_byte = ROW_GATHER_NS_PER_BYTE + (ROW_SCALE_NS_PER_BYTE if weighted else 0.0)
+        return 2 * rest * n * itemsize * per_byte + rest / inner * n * NS_PER_BLOCK + (1 + weighted) * NS_PER_NODE
     gathered = rest * (m + 12 * n * light.width + n) + 2 * light.index.size + sum(piles)
     return gathered * itemsize * NS_PER_BYTE + (3 + 6 * len(piles)) * NS_PER_NODE
 

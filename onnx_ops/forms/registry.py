@@ -31,7 +31,7 @@ from dml_desc.canonical import Resampling
 from .axis import emit_plan, plan_axes
 from .block import block_factors, emit_block, emit_pool, pool_form
 from .conv_transpose import conv_transpose_form, emit_conv_transpose
-from .cost import PREFER_RESIZE, conv_cost, filter_conv_cost, kron_cost, pool_cost, resize_cost
+from .cost import KRON_MARGIN, PREFER_RESIZE, conv_cost, filter_conv_cost, kron_cost, pool_cost, resize_cost
 from .deconv import combined, deconv_form, emit_conv
 from .emitter import Emitter, is_symbolic
 from . import dynamic, filter_conv, generic_emit, kron_pairs
@@ -201,7 +201,7 @@ REGISTRY = (
          generic("pool", lambda f, g: _block32(f, g) and f.pool_fits(g.opset), _checked(generic_emit.emit_pool))),
     # kron: estimated for float32 whatever the type (as the choice always has)
     Form("kron", static(lambda g: g.kron, lambda g, p: kron_cost(g.res, p),
-                        lambda em, src, g, p: (emit_kron(em, src, g.res, p), p.names(len(g.res.axes))))),
+                        lambda em, src, g, p: (emit_kron(em, src, g.res, p), p.names(len(g.res.axes))), KRON_MARGIN)),
     # one depthwise Conv of ones (nearest upsampling, no border rows): measured faster than Reshape + ReduceSum
     Form("conv(ones)",
          static(_deconv, lambda g, p: conv_cost(g.res),
