@@ -146,8 +146,9 @@ def cross_cases(semantics=None) -> list:
 
 def torch_cases() -> list:
     """F.interpolate calls, described in torch's convention, f32."""
-    calls = [("bilinear", {"size": [12, 20], "align_corners": False}), ("nearest", {"size": [5, 7]}),
-             ("bicubic", {"size": [9, 17], "align_corners": True})]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("bilinear", {"size": [12, 20], "align_corners": False}), ("nearest", {"size": [5, 7]}),
+        ("bicubic", {"size": [9, 17], "align_corners": True})]
     out = []
     for mode, kw in calls:
         res, _ = conventions.load("torch", {"input_shape": [2, 3, 6, 10], "mode": mode, **kw})

@@ -23,7 +23,7 @@ from dml_desc.runtimes import onednn as runtime
 
 from .catalog import CROSS_CASES, REFERENCE_DIR, Check, Skip, benchdnn_problems
 from .conv_reference import conv_data_grad
-from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, deconv_inputs
+from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, deconv_inputs, read_onednn_deconv
 from .judges import benchdnn, benchdnn_fill, representable, within
 from .reference import contract, resize_grad
 
@@ -251,8 +251,7 @@ def graph_json_checks(batch) -> list:
                 lambda want, d=dt: within(GRAD_TOL[d] * max(1.0, float(np.abs(want).max(initial=0)))), False))
         checks.append(library_map_check(batch, case, res, doc["graph"][0], dy_of, False))
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("deconv*.json")):
-        reading = deconv.read("onednn", json.loads(path.read_text()))
-        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+        spec, fmt, wfmt = read_onednn_deconv(json.loads(path.read_text()))
         checks += _deconv_checks(batch, f"onednn-graph-json:{path.name}", spec, fmt, wfmt, 11)
     return checks
 
@@ -273,8 +272,7 @@ def deconv_checks(batch) -> list:
         doc = deconv.to_onednn(CASES[0][1], "NCX", "IOX")
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
-        reading = deconv.read("onednn", doc)
-        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+        spec, fmt, wfmt = read_onednn_deconv(doc)
         checks += _deconv_checks(batch, f"deconv:auto_pad_{mode}", spec, fmt, wfmt, 7)
     return checks
 

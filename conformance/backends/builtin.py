@@ -38,7 +38,8 @@ class OnnxruntimeBackend(Builtin):
     """onnxruntime on one execution provider. Lowered (default): the model `dml-desc build --lowered` writes
     (onnx_ops.build.build_lowered, the one lowered model), standard ops only. Native: the com.microsoft
     ResizeGrad node as built, which only onnxruntime's CUDA provider implements."""
-    convention, dtypes = "onnx", ("f64", "f32", "f16")
+    convention = "onnx"
+    dtypes: tuple = ("f64", "f32", "f16")
 
     def __init__(self, provider: str = "CPUExecutionProvider", native: bool = False, semantics=None):
         from dml_desc.conventions.onnx import resolve_semantics     # None: the installed onnxruntime's
