@@ -21,6 +21,7 @@ import numpy as np
 from dml_desc.conventions import deconv, onednn
 from dml_desc.runtimes import onednn as runtime
 
+from .cases import once  # the job and the reference share one dy
 from .catalog import CROSS_CASES, REFERENCE_DIR, Check, Skip, benchdnn_problems
 from .conv_reference import conv_data_grad
 from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, deconv_inputs, read_onednn_deconv
@@ -48,6 +49,7 @@ KNOWN_DISCREPANCIES: dict = {(case, api): (kernel, why) for case, kernel, why in
 
 class JobBatch:
     """Jobs keyed in catalog order; a request runs the requested job and the next CHUNK - 1 pending ones."""
+    missing: tuple[()] | str | None     # why oneDNN is missing here (None: it is not); (): not asked yet
 
     def __init__(self):
         self.makers, self.results, self.missing = {}, {}, ()
@@ -86,12 +88,6 @@ class JobBatch:
         if isinstance(r, Exception):
             raise r
         return r
-
-
-def _once(make):
-    """`make`, called at most once (the job and the reference share one dy)."""
-    box = []
-    return lambda: box[0] if box else box.append(make()) or box[0]
 
 
 def _with_kernel(judge, text: str):
@@ -203,9 +199,9 @@ def benchdnn_checks(batch, full: bool) -> list:
             checks.append(_resample_check(
                 batch, case, res, op,
                 lambda r=res, d=dt, f=fmt: onednn.from_canonical(r, data_format=f, dtype=d)[0]["graph"][0],
-                _once(lambda r=res, d=dt: benchdnn_fill(r.out_shape, d)), dt, PRIMITIVE,
+                once(lambda r=res, d=dt: benchdnn_fill(r.out_shape, d)), dt, PRIMITIVE,
                 lambda want, m=mode, d=dt: benchdnn(m, d), big or rotated_out))
-        checks.append(library_map_check(batch, case, res, op, _once(lambda r=res: benchdnn_fill(r.out_shape, "f32")),
+        checks.append(library_map_check(batch, case, res, op, once(lambda r=res: benchdnn_fill(r.out_shape, "f32")),
                                         big))
     return checks
 
@@ -243,7 +239,7 @@ def graph_json_checks(batch) -> list:
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("interpolate*.json")):
         doc = json.loads(path.read_text())
         res, case = onednn.to_canonical(doc), f"onednn-graph-json:{path.name}"
-        dy_of = _once(lambda r=res, n=path.name: np.random.default_rng(len(n)).standard_normal(r.out_shape))
+        dy_of = once(lambda r=res, n=path.name: np.random.default_rng(len(n)).standard_normal(r.out_shape))
         for dt in ("f32", "bf16", "f16"):
             api = GRAPH if dt != "f16" else PRIMITIVE     # an f16 Graph op without a kernel aborts oneDNN
             checks.append(_resample_check(

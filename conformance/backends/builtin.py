@@ -102,7 +102,7 @@ class OnednnBackend(Builtin):
 
     def __init__(self, api: str = "graph"):
         self.api, self.name = api, "onednn" if api == "graph" else f"onednn-{api}"
-        self.last = None
+        self.last: Optional[dict] = None         # the last run's result (onednn.run_one's)
 
     def available(self) -> Optional[str]:
         """None, or why libdnnl is missing here."""
@@ -148,6 +148,7 @@ class TorchBackend(Builtin):
         tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}[dtype]
         x = torch.zeros(*description["input_shape"], dtype=tdt, requires_grad=True)
         torch.nn.functional.interpolate(x, **kw).backward(torch.tensor(np.asarray(dy, np.float64), dtype=tdt))
+        assert x.grad is not None               # backward filled it: x requires grad
         return x.grad.float().numpy() if dtype == "bf16" else x.grad.numpy()
 
     def info(self) -> str:
