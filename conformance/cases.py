@@ -73,15 +73,20 @@ def usual_judge(dtype: str, expected: np.ndarray):
     return within(TOL[dtype] * max(1.0, float(np.abs(expected).max(initial=0))))
 
 
-def _shared(make):
-    """`make` called at most once: the cases of one map in several dtypes share dy and the expected dX."""
-    box = []
-    return lambda: box[0] if box else box.append(make()) or box[0]
+def once(make):
+    """`make` called at most once (the cases of one map in several dtypes share dy and the expected dX)."""
+    box: list = []
+
+    def made():
+        if not box:
+            box.append(make())
+        return box[0]
+    return made
 
 
 def random_dy_with_reference(res, seed: int):
     """A case\'s `make`: a standard normal dy (deterministic for `seed`) and the NumPy reference\'s dX, made once."""
-    return _shared(lambda: _with_reference(res, np.random.default_rng(seed).standard_normal(res.out_shape)))
+    return once(lambda: _with_reference(res, np.random.default_rng(seed).standard_normal(res.out_shape)))
 
 
 def _with_reference(res, dy):
@@ -118,7 +123,7 @@ def benchdnn_cases() -> list:
     for name, mode, _, doc, big in benchdnn_problems():
         res = onednn.to_canonical(doc)
         for dt in ("f32", "bf16", "f16"):
-            make = _shared(lambda r=res, d=dt: _with_reference(r, benchdnn_fill(r.out_shape, d)))
+            make = once(lambda r=res, d=dt: _with_reference(r, benchdnn_fill(r.out_shape, d)))
             out.append(Case(name, "onednn", res, dt, make, judge=lambda want, m=mode, d=dt: benchdnn(m, d),
                             full_only=big))
     return out
@@ -146,8 +151,9 @@ def cross_cases(semantics=None) -> list:
 
 def torch_cases() -> list:
     """F.interpolate calls, described in torch's convention, f32."""
-    calls = [("bilinear", {"size": [12, 20], "align_corners": False}), ("nearest", {"size": [5, 7]}),
-             ("bicubic", {"size": [9, 17], "align_corners": True})]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("bilinear", {"size": [12, 20], "align_corners": False}), ("nearest", {"size": [5, 7]}),
+        ("bicubic", {"size": [9, 17], "align_corners": True})]
     out = []
     for mode, kw in calls:
         res, _ = conventions.load("torch", {"input_shape": [2, 3, 6, 10], "mode": mode, **kw})

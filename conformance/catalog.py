@@ -25,10 +25,12 @@ class Check:
     convention: str
     backend: str
     dtype: str
-    run: Callable[[], tuple]          # -> (got, want, judge or tolerance[, oracle]) or raises Skip
+    # run() and describe() take no arguments; `...`: the suites bind loop variables as lambda defaults, which mypy
+    # cannot infer against Callable[[], T] (python/mypy#15459)
+    run: Callable[..., tuple]         # -> (got, want, judge or tolerance[, oracle]) or raises Skip
     full_only: bool = False
     oracle: str = ""                  # where the expected value comes from; never the backend under test
-    describe: Optional[Callable[[], object]] = None     # the case's description, printed when it fails
+    describe: Optional[Callable[..., object]] = None    # the case's description, printed when it fails
 
 
 class Skip(Exception):

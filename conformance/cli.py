@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
                        ("--html", getattr(args, "html_path", None))):
         check_writable(flag, path)       # before the suite runs, not after
     from dml_desc.errors import require
-    require(not getattr(args, "matrix", False) or getattr(args, "html_path", None), "--matrix", True,
+    require(bool(not getattr(args, "matrix", False) or getattr(args, "html_path", None)), "--matrix", True,
             "adds a section to the --html report: give --html PATH too (`dml-desc matrix` prints the matrix alone)")
     save_dir = getattr(args, "save_dir", None)
     if save_dir:

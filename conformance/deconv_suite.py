@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import numpy as np
 
@@ -70,6 +71,7 @@ def torch_data_grad(spec: ConvSpec, dd, w):
         crop += [-spec.pads_begin[i], -extra]
     y = torch.nn.functional.pad(full, crop)
     (y * torch.tensor(dd)).sum().backward()
+    assert x.grad is not None                   # backward filled it: x requires grad
     return x.grad.numpy()
 
 
@@ -87,6 +89,13 @@ def _checks_for(name: str, spec: ConvSpec, fmt: str, wfmt: str, seed: int) -> li
     return out
 
 
+def read_onednn_deconv(doc: object) -> tuple[ConvSpec, str, str]:
+    """(spec, data_format, weights_format) of a oneDNN ConvTransposeBackwardData document (deconv.read's)."""
+    reading = deconv.read("onednn", doc)
+    layout = cast(dict[str, str], reading.layout)          # a deconv's layout: its format names
+    return cast(ConvSpec, reading.canonical), layout["data_format"], layout["weights_format"]
+
+
 def deconv_checks() -> list:
     """ConvTransposeBackwardData checks: groups, dilations, pads, auto_pad, layouts and the oneDNN Graph JSON
     files, each against the NumPy reference, ORT CPU and torch autograd.
@@ -94,20 +103,17 @@ def deconv_checks() -> list:
     checks = []
     for i, (name, spec, fmt, wfmt) in enumerate(CASES):
         doc = deconv.to_onednn(spec, fmt, wfmt)
-        reading = deconv.read("onednn", json.loads(json.dumps(doc)))     # through the JSON form
-        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+        spec, fmt, wfmt = read_onednn_deconv(json.loads(json.dumps(doc)))     # through the JSON form
         checks += _checks_for(name, spec, fmt, wfmt, i)
     for mode in AUTO_PAD_CASES:
         doc = deconv.to_onednn(CASES[0][1], "NCX", "IOX")
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
         doc["graph"][0]["attrs"].pop("output_padding", None)  # depends on the pads auto_pad replaces
-        reading = deconv.read("onednn", doc)
-        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+        spec, fmt, wfmt = read_onednn_deconv(doc)
         checks += _checks_for(f"deconv:auto_pad_{mode}", spec, fmt, wfmt, 7)
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("deconv*.json")):
-        reading = deconv.read("onednn", json.loads(path.read_text()))
-        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+        spec, fmt, wfmt = read_onednn_deconv(json.loads(path.read_text()))
         checks += _checks_for(f"onednn-graph-json:{path.name}", spec, fmt, wfmt, 11)
     return checks
 

@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from dml_desc.canonical import AxisMap, Mode, Rounding
+from dml_desc.canonical import AxisMap, Mode, Resampling, Rounding
 from dml_desc.conventions.common import align_corners_axis
 from dml_desc.reference import resize_grad
 
@@ -28,12 +28,15 @@ class Alternative:
     """One porting bug: `label` in words, the axes it changes, and the map it computes (or its gradient)."""
     label: str
     axes: tuple
-    res: object = None                           # the alternative canonical map, when it is one
+    res: Optional[Resampling] = None             # the alternative canonical map, when it is one
     grad: Optional[Callable] = None              # dy -> dX, when it is no canonical map (a layout, dropped taps)
 
     def gradient(self, dy: np.ndarray) -> np.ndarray:
         """dX of `dy` under this alternative."""
-        return self.grad(dy) if self.grad is not None else resize_grad(dy, self.res)
+        if self.grad is not None:
+            return self.grad(dy)
+        assert self.res is not None              # an alternative is a map or a gradient
+        return resize_grad(dy, self.res)
 
 
 class Diagnosis:
@@ -49,7 +52,7 @@ class Diagnosis:
             return None
         dy = np.asarray(self.case.dy, np.float64)
         expected = np.asarray(self.case.expected, np.float64)
-        found = []
+        found: list[str] = []
         for k, alt in enumerate(alternatives(res)):
             if k >= MAX_ALTERNATIVES or len(found) >= 3:
                 break

@@ -19,7 +19,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from importlib.util import find_spec
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import numpy as np
 
@@ -93,7 +93,7 @@ class Call:
     label: str
     in_sp: tuple
     out_sp: tuple
-    make: Callable[[int], object]
+    make: Callable[..., object]       # make(batch[, backward]): oneDNN's also takes the direction
 
 
 @dataclass
@@ -205,9 +205,9 @@ def _at_sizes(make_one, i, o):
 class Onnxruntime(Runtime):
     """onnxruntime's Resize-19 forward; the gradient is the lowered ResizeGrad (no CPU kernel exists)."""
     name, module, convention = "onnxruntime", "onnxruntime", "onnx"
-    MODES = {"nearest": {"mode": "nearest"}, "linear": {"mode": "linear"}, "cubic": {"mode": "cubic"},
-             "linear antialias": {"mode": "linear", "antialias": 1},
-             "cubic antialias": {"mode": "cubic", "antialias": 1}}
+    MODES: dict[str, dict[str, Any]] = {
+        "nearest": {"mode": "nearest"}, "linear": {"mode": "linear"}, "cubic": {"mode": "cubic"},
+        "linear antialias": {"mode": "linear", "antialias": 1}, "cubic antialias": {"mode": "cubic", "antialias": 1}}
     RULES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",
              "tf_crop_and_resize")
 
@@ -266,11 +266,12 @@ class Onnxruntime(Runtime):
 class Torch(Runtime):
     """torch autograd through F.interpolate (float32)."""
     name, module, convention = "torch", "torch", "torch"
-    MODES = {"nearest": {"mode": "nearest"}, "nearest-exact": {"mode": "nearest-exact"},
-             "bilinear": {"mode": "bilinear"}, "bicubic": {"mode": "bicubic"}, "area": {"mode": "area"},
-             "bilinear antialias": {"mode": "bilinear", "antialias": True},
-             "bicubic antialias": {"mode": "bicubic", "antialias": True},
-             "lanczos": {"mode": "lanczos", "antialias": True}}
+    MODES: dict[str, dict[str, Any]] = {
+        "nearest": {"mode": "nearest"}, "nearest-exact": {"mode": "nearest-exact"},
+        "bilinear": {"mode": "bilinear"}, "bicubic": {"mode": "bicubic"}, "area": {"mode": "area"},
+        "bilinear antialias": {"mode": "bilinear", "antialias": True},
+        "bicubic antialias": {"mode": "bicubic", "antialias": True},
+        "lanczos": {"mode": "lanczos", "antialias": True}}
     FACTORS = [((3, 5), (2.5, 0.6)), ((3, 4), (1.3, 2.2)), ((3, 4), (1.3, 1.2))]   # same-length axes: 1.3 on 3
     FACTORS_1D = [((5,), (0.6,)), ((3,), (1.3,)), ((3,), (2.2,))]     # 2.2 on 3: out == 2 * in
 
@@ -503,7 +504,7 @@ def probe_runtime(runtime: Runtime) -> list:
             plan.append((mode, rule, call, dfwd, dgrad, x, dy))
             pairs.append((dfwd, x, dgrad, dy))
     results = _run_each(runtime, pairs)
-    cells = {}
+    cells: dict[tuple[str, str], Cell] = {}
     for k, ((mode, rule, call, dfwd, dgrad, x, dy), result) in enumerate(zip(plan, results)):
         cell = cells.setdefault((mode, rule), Cell(runtime.name, mode, rule))
         cell.calls.append(call.label)
@@ -730,7 +731,7 @@ def _read_run(path: str) -> Matrix:
     from dml_desc.errors import DescError
     obj = read_json(path)
     try:
-        return Matrix.from_json(obj)
+        return Matrix.from_json(cast(dict, obj))     # any other JSON: a TypeError, refused below
     except (KeyError, TypeError) as e:
         raise DescError("--include", path, f"is not a run written by `dml-desc matrix --json` ({e})") from None
 

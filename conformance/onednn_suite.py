@@ -21,9 +21,10 @@ import numpy as np
 from dml_desc.conventions import deconv, onednn
 from dml_desc.runtimes import onednn as runtime
 
+from .cases import once  # the job and the reference share one dy
 from .catalog import CROSS_CASES, REFERENCE_DIR, Check, Skip, benchdnn_problems
 from .conv_reference import conv_data_grad
-from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, deconv_inputs
+from .deconv_suite import AUTO_PAD_CASES, CASES, TOL as DECONV_TOL, deconv_inputs, read_onednn_deconv
 from .judges import benchdnn, benchdnn_fill, representable, within
 from .reference import contract, resize_grad
 
@@ -48,6 +49,7 @@ KNOWN_DISCREPANCIES: dict = {(case, api): (kernel, why) for case, kernel, why in
 
 class JobBatch:
     """Jobs keyed in catalog order; a request runs the requested job and the next CHUNK - 1 pending ones."""
+    missing: tuple[()] | str | None     # why oneDNN is missing here (None: it is not); (): not asked yet
 
     def __init__(self):
         self.makers, self.results, self.missing = {}, {}, ()
@@ -86,12 +88,6 @@ class JobBatch:
         if isinstance(r, Exception):
             raise r
         return r
-
-
-def _once(make):
-    """`make`, called at most once (the job and the reference share one dy)."""
-    box = []
-    return lambda: box[0] if box else box.append(make()) or box[0]
 
 
 def _with_kernel(judge, text: str):
@@ -203,9 +199,9 @@ def benchdnn_checks(batch, full: bool) -> list:
             checks.append(_resample_check(
                 batch, case, res, op,
                 lambda r=res, d=dt, f=fmt: onednn.from_canonical(r, data_format=f, dtype=d)[0]["graph"][0],
-                _once(lambda r=res, d=dt: benchdnn_fill(r.out_shape, d)), dt, PRIMITIVE,
+                once(lambda r=res, d=dt: benchdnn_fill(r.out_shape, d)), dt, PRIMITIVE,
                 lambda want, m=mode, d=dt: benchdnn(m, d), big or rotated_out))
-        checks.append(library_map_check(batch, case, res, op, _once(lambda r=res: benchdnn_fill(r.out_shape, "f32")),
+        checks.append(library_map_check(batch, case, res, op, once(lambda r=res: benchdnn_fill(r.out_shape, "f32")),
                                         big))
     return checks
 
@@ -243,7 +239,7 @@ def graph_json_checks(batch) -> list:
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("interpolate*.json")):
         doc = json.loads(path.read_text())
         res, case = onednn.to_canonical(doc), f"onednn-graph-json:{path.name}"
-        dy_of = _once(lambda r=res, n=path.name: np.random.default_rng(len(n)).standard_normal(r.out_shape))
+        dy_of = once(lambda r=res, n=path.name: np.random.default_rng(len(n)).standard_normal(r.out_shape))
         for dt in ("f32", "bf16", "f16"):
             api = GRAPH if dt != "f16" else PRIMITIVE     # an f16 Graph op without a kernel aborts oneDNN
             checks.append(_resample_check(
@@ -251,8 +247,7 @@ def graph_json_checks(batch) -> list:
                 lambda want, d=dt: within(GRAD_TOL[d] * max(1.0, float(np.abs(want).max(initial=0)))), False))
         checks.append(library_map_check(batch, case, res, doc["graph"][0], dy_of, False))
     for path in sorted((REFERENCE_DIR / "onednn-graph-json").glob("deconv*.json")):
-        reading = deconv.read("onednn", json.loads(path.read_text()))
-        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+        spec, fmt, wfmt = read_onednn_deconv(json.loads(path.read_text()))
         checks += _deconv_checks(batch, f"onednn-graph-json:{path.name}", spec, fmt, wfmt, 11)
     return checks
 
@@ -273,8 +268,7 @@ def deconv_checks(batch) -> list:
         doc = deconv.to_onednn(CASES[0][1], "NCX", "IOX")
         doc["graph"][0]["attrs"]["auto_pad"]["value"] = mode
         doc["graph"][0]["outputs"] = []
-        reading = deconv.read("onednn", doc)
-        spec, fmt, wfmt = reading.canonical, reading.layout["data_format"], reading.layout["weights_format"]
+        spec, fmt, wfmt = read_onednn_deconv(doc)
         checks += _deconv_checks(batch, f"deconv:auto_pad_{mode}", spec, fmt, wfmt, 7)
     return checks
 

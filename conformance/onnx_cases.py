@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from onnx import NodeProto, helper
@@ -14,9 +15,9 @@ class OnnxCase:
     name: str              # the export function, e.g. export_resize_upsample_scales_linear
     node: NodeProto
     x: np.ndarray
-    roi: object
-    scales: object
-    sizes: object
+    roi: list[float] | None
+    scales: list[float] | None
+    sizes: list[int] | None
     expected: np.ndarray
 
     @property
@@ -42,9 +43,9 @@ def onnx_resize_cases() -> tuple:
             getattr(module.Resize, fn)()
             for node, inputs, outputs in captured[start:]:
                 it = iter(inputs)
-                ins = [next(it) if n else None for n in node.input] + [None] * 4
-                lists = [None if v is None else v.tolist() for v in ins[1:4]]
-                cases.append(OnnxCase(fn, node, ins[0], *lists, outputs[0]))
+                ins: list[Any] = [next(it) if n else None for n in node.input] + [None] * 4   # None: omitted
+                roi, scales, sizes = (None if v is None else v.tolist() for v in ins[1:4])
+                cases.append(OnnxCase(fn, node, ins[0], roi, scales, sizes, outputs[0]))
     finally:
         module.expect = original
     return tuple(cases)

@@ -66,7 +66,7 @@ def _e(value) -> str:
 
 def _matrix(records) -> str:
     """Rows backend / convention; a column per mode with 'pass / fail / skip' counts, coloured."""
-    cells = defaultdict(Counter)
+    cells: defaultdict[tuple, Counter] = defaultdict(Counter)
     for r in records:
         cells[(r.backend, r.convention, mode_of(r.case))][r.status] += 1
     rows = sorted({(b, c) for b, c, _ in cells})

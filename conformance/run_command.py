@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,8 @@ def cmd_run(args) -> int:
     dy = _load_npy(args.dy, "--dy")
     if deconv.is_deconv(fmt, obj):
         reading = deconv.read(fmt, obj)
-        spec, layout, notes = reading.canonical, reading.layout, reading.notes
+        spec, notes = reading.canonical, reading.notes
+        layout: dict[str, Any] = reading.layout         # a deconv's: data_format, weights_format, dtype (strs)
         require(args.weights is not None, "--weights", None, "a ConvTransposeBackwardData needs its weights")
         dtype = args.dtype or layout.get("dtype", "f32")
         weights = _load_npy(args.weights, "--weights")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def _oracle_forward(r, res, xs: np.ndarray, which: str) -> np.ndarray:
     if which == "ort":
         return run_model(model, {"X": x})[0]
     from onnx.reference import ReferenceEvaluator
-    return ReferenceEvaluator(model).run(None, {"X": x})[0]
+    return cast(list, ReferenceEvaluator(model).run(None, {"X": x}))[0]     # a list: no intermediate=True
 
 
 def _batched(r, n: int):
@@ -154,11 +155,12 @@ def _round_trip(name: str, fmt: str, res, dy, semantics=None):
     return resize_grad(dy, back), want, 1e-12
 
 
-CUDA_CASES = [("bilinear_x2_half_pixel", {"mode": "linear"}, [1, 1, 2, 2]),
-              ("bilinear_align_corners", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
-               [1, 1, 1.5, 1.75]),
-              ("nearest_x2", {"mode": "nearest"}, [1, 1, 2, 2]),
-              ("cubic_x1.5", {"mode": "cubic"}, [1, 1, 1.5, 1.5])]
+CUDA_CASES: list[tuple[str, dict, list[float]]] = [   # (name, attributes, scales)
+    ("bilinear_x2_half_pixel", {"mode": "linear"}, [1, 1, 2, 2]),
+    ("bilinear_align_corners", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+     [1, 1, 1.5, 1.75]),
+    ("nearest_x2", {"mode": "nearest"}, [1, 1, 2, 2]),
+    ("cubic_x1.5", {"mode": "cubic"}, [1, 1, 1.5, 1.5])]
 
 
 def cuda_cases() -> list:

@@ -78,7 +78,7 @@ def calibrate_model(model: onnx.ModelProto, path: str | None = None, threads: in
     results = []
     for sig, (candidates, single, feeds) in found.items():
         times = {kind: _time_kind(single, feeds, sig, kind, threads, rounds, semantics) for kind in candidates}
-        best = min(times, key=times.get)            # the first of equal times: candidates come in the rule's order
+        best = min(times, key=times.__getitem__)       # the first of equal times: candidates come in the rule's order
         results.append((sig, best, times))
     _merge(path, results)
     return results

@@ -4,10 +4,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from dml_desc.errors import require
+
+if TYPE_CHECKING:
+    from dml_desc.conventions.deconv import ConvSpec
 
 SEMANTICS = ("ort-1.19", "ort-1.27", "onnx-spec")
 SEMANTICS_HELP = ("the ONNX Resize semantics (nearest tie rule): ort-1.19 (onnxruntime <= 1.26), ort-1.27 (>= 1.27) "
@@ -31,7 +35,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                   "ResizeGrad to lower)", file=sys.stderr)
         from .conv import build_conv_data_grad
         reading = deconv.read(fmt, obj)
-        spec, layout = reading.canonical, reading.layout
+        spec = cast("ConvSpec", reading.canonical)      # a deconv Reading's canonical is its ConvSpec
+        layout: dict[str, Any] = reading.layout         # a deconv's: data_format, weights_format, dtype (strs)
         save_atomic(build_conv_data_grad(spec, layout.get("data_format", "NCX"), layout.get("weights_format", "IOX"),
                                          dtype), args.output)
         print(f"wrote {args.output}: ConvTransposeBackwardData diff_dst {list(spec.diff_dst_shape)} -> diff_src "

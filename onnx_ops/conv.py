@@ -1,6 +1,8 @@
 """Build ConvTransposeBackwardData as an ONNX model: inputs diff_dst and weights, output diff_src."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx
 from numpy.typing import DTypeLike
@@ -35,7 +37,8 @@ def build_conv_data_grad(spec: ConvSpec, data_format: str = "NCX", weights_forma
                                       perm=[rank - 1, rank - 2] + list(range(rank - 2))))
         w = "weights_iox"
     y = "diff_src" if data_format == "NCX" else "diff_src_ncx"
-    nodes.append(helper.make_node("Conv", [x, w], [y], name="ConvTransposeBackwardData", **to_onnx_attrs(spec)))
+    attrs: dict[str, Any] = to_onnx_attrs(spec)      # ints and int lists: make_node's attributes
+    nodes.append(helper.make_node("Conv", [x, w], [y], name="ConvTransposeBackwardData", **attrs))
     if data_format == "NXC":
         nodes.append(helper.make_node("Transpose", [y], ["diff_src"], perm=[0] + list(range(2, rank)) + [1]))
     w_shape = list(spec.weights_shape)

@@ -75,7 +75,7 @@ def lower(model: onnx.ModelProto, providers: Sequence[str] = ("CPUExecutionProvi
     check_text(out)
     choices = calibrated_choices(calibration, machine)   # {} by default: the output depends on the model alone
     info = readable("model", graph_info, out, semantics, choices)   # a corrupt model is a DescError, not onnx's own
-    report = []
+    report: list[Rewrite] = []
     _lower_graph(out.graph, info, providers, report, "")
     for function in out.functions:
         _lower_function(function, out, info, providers, report)

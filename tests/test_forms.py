@@ -10,7 +10,7 @@ from dml_desc.conventions.onnx import OnnxResize, to_canonical
 from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.weights import gradient_taps
 from onnx_ops import build_resize, build_resize_grad, lower, run_model
-from onnx_ops.forms import band, band_dense, plan_axes, shared_band
+from onnx_ops.forms import MAX_BAND_ENTRIES, band, band_dense, plan_axes, shared_band
 from tests.helpers_skips import empty_output
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
@@ -93,6 +93,17 @@ def test_shared_band_is_refused_where_clamped_windows_differ_from_the_taps():
     np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), taps.dense(), rtol=0, atol=0)
     np.testing.assert_allclose(band_dense(band(taps, 0, 8), 64), _ort_gradient_matrix(32, 64, mode="cubic"),
                                rtol=2e-6, atol=1e-6)
+
+
+def test_shared_band_is_refused_where_one_tile_alone_exceeds_the_band_bound():
+    """issue 35 (mypy): nearest x4097 on a 192 axis: one tile of 64 X rows reads 64 * 4097 dY rows, past
+    MAX_BAND_ENTRIES; shared_band said so with an AttributeError (band's None), and the planner with it."""
+    r = OnnxResize([192], {"mode": "nearest"}, sizes=[192 * 4097], op_type="ResizeGrad")
+    res = to_canonical(r, semantics=INSTALLED)
+    taps = gradient_taps(res.axes[0], res)
+    assert 64 * 64 * 4097 > MAX_BAND_ENTRIES and band(taps, 0, 64) is None
+    assert shared_band(taps, 0, 64) is None
+    assert shared_band(taps, 0, 32) is not None          # half the tile fits the bound
 
 
 def test_band_covers_any_map_exactly():

@@ -26,3 +26,12 @@ def test_ruff_finds_nothing():
 def test_mypy_passes_on_the_typed_packages():
     proc = _run_tool("mypy", "--no-incremental")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_checks_every_package_that_ships_py_typed():
+    """A package that promises types (py.typed) is in [tool.mypy]'s files (issue 35: onnx_ops and conformance
+    shipped it unchecked)."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
+    checked = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"])
+    typed = {p.parent.name for p in ROOT.glob("*/py.typed")}
+    assert typed == {"dml_desc", "onnx_ops", "conformance"} and typed <= checked, (typed, checked)

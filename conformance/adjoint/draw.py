@@ -3,7 +3,7 @@ InterpolateBackward documents, each from the attribute space its runtime runs.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def draw(rng: np.random.Generator, max_opset: int = 21) -> Config:
     shape = [int(rng.integers(1, 5)) for _ in range(rank)]
     while np.prod(shape) > MAX_IN:
         shape[int(rng.integers(rank))] = 1
-    attrs = {}
+    attrs: dict[str, Any] = {}          # the node's attributes, as JSON
     modes = ["nearest", "linear"] + (["cubic"] if schema >= 11 else [])
     mode = str(rng.choice(modes))
     if mode != "nearest" or rng.random() < 0.5:
@@ -110,7 +110,7 @@ def draw_torch(rng: np.random.Generator) -> dict:
     n = int(rng.integers(1, 4))
     shape = [int(rng.integers(1, 3)), int(rng.integers(1, 3))] + [int(rng.integers(1, 6)) for _ in range(n)]
     mode = str(rng.choice(TORCH_MODES[n]))
-    obj = {"input_shape": shape, "mode": mode}
+    obj: dict[str, Any] = {"input_shape": shape, "mode": mode}
     if rng.random() < 0.5:
         obj["scale_factor"] = [float(rng.choice([0.5, 0.75, 1.5, 2.0, 2.5, 1.0])) for _ in range(n)]
         if rng.random() < 0.3:

@@ -8,6 +8,8 @@ from typing import Iterator, Optional
 
 import numpy as np
 
+from dml_desc.canonical import Resampling
+
 from .draw import MAX_OUT, SUITE_DTYPE_OF, Config, draw, draw_onednn, draw_torch
 
 # Tolerance of an adjoint gradient, relative to the gradient's scale (paths.error), per suite dtype; J is float32
@@ -19,12 +21,12 @@ class AdjointCase:
     """A judged configuration: the plain fields a suite runner needs."""
     name: str
     description: dict          # in `convention` (`dml-desc convert --from onnx`, `dml-desc run`)
-    res: object                # the canonical Resampling the ONNX reader gives (None when it refuses)
+    res: Optional[Resampling]  # the canonical Resampling the ONNX reader gives (None when it refuses)
     dtype: str                 # the suite's dtype name: f32, f16, f64
     dy: np.ndarray
     expected: np.ndarray       # J^T dY, J from the oracle's forward
     oracle: str
-    config: Config = None
+    config: Optional[Config] = None
     convention: str = "onnx"
 
     def judge(self, expected: np.ndarray):
@@ -188,6 +190,7 @@ def torch_autograd(obj: dict, dy: np.ndarray) -> np.ndarray:
     from dml_desc.conventions.torch import TorchInterpolate
     x = torch.zeros(obj["input_shape"], dtype=torch.float64, requires_grad=True)
     F.interpolate(x, **TorchInterpolate.from_json(obj).kwargs()).backward(torch.from_numpy(dy.astype(np.float64)))
+    assert x.grad is not None                   # backward filled it: x requires grad
     return x.grad.numpy()
 
 

@@ -71,6 +71,7 @@ def gradient(case: AdjointCase, path: str) -> np.ndarray:
     cases: "native", "reference")."""
     if case.convention != "onnx" and path == "reference":      # the reference of the map the reader gives
         from ..reference import resize_grad
+        assert case.res is not None             # torch and oneDNN cases are drawn with their reader's map
         return resize_grad(case.dy, case.res)
     if case.convention == "torch":
         return _torch_gradient(case)
@@ -95,6 +96,7 @@ def _torch_gradient(case: AdjointCase) -> np.ndarray:
     """The project's gradient of a torch case: the lowered graph on onnxruntime."""
     from onnx_ops.build import build_lowered
     from onnx_ops.run import session
+    assert case.res is not None                 # torch cases are drawn with their reader's map
     model = build_lowered(case.res, np.float32)
     feeds = {"dY": case.dy.astype(np.float32), "X": np.zeros(case.res.in_shape, np.float32)}
     return session(model, threads=1).run(None, feeds)[0].astype(np.float64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
-from typing import Iterator
+from typing import Iterator, cast
 
 from .draw import Config
 from .oracles import AdjointCase, adjoint_cases, make_case
@@ -47,6 +47,7 @@ def _simpler(cfg: Config) -> Iterator[Config]:
         for i, s in enumerate(cfg.sizes):
             if s > 1:
                 c = copy.deepcopy(cfg)
+                assert c.sizes is not None      # a copy of cfg's
                 c.sizes[i] = s - 1
                 yield c
     for name in ("antialias", "exclude_outside", "extrapolation_value", "keep_aspect_ratio_policy", "cubic_coeff_a",
@@ -80,7 +81,7 @@ def shrink(case: AdjointCase, fails, budget: int = 300) -> AdjointCase:
     progress = True
     while progress and steps < budget:
         progress = False
-        for cfg in _simpler(best.config):
+        for cfg in _simpler(cast(Config, best.config)):     # an ONNX case's: make_case keeps it
             steps += 1
             cand = make_case(cfg, 0, best.name)
             if cand is not None and fails(cand):

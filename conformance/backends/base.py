@@ -19,7 +19,7 @@ class Backend:
     name: str = "backend"
     convention: str = "onnx"
     dtypes: tuple = ("f32",)
-    supports = None          # what the kernel implements (conformance.support); None: everything it is offered
+    supports: object = None  # what the kernel implements (conformance.support); None: everything it is offered
     refusal_table = False    # True for the built-ins: kernel_refusals.json lists their converters' refusals
 
     def available(self) -> Optional[str]:

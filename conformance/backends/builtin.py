@@ -38,7 +38,8 @@ class OnnxruntimeBackend(Builtin):
     """onnxruntime on one execution provider. Lowered (default): the model `dml-desc build --lowered` writes
     (onnx_ops.build.build_lowered, the one lowered model), standard ops only. Native: the com.microsoft
     ResizeGrad node as built, which only onnxruntime's CUDA provider implements."""
-    convention, dtypes = "onnx", ("f64", "f32", "f16")
+    convention = "onnx"
+    dtypes: tuple = ("f64", "f32", "f16")
 
     def __init__(self, provider: str = "CPUExecutionProvider", native: bool = False, semantics=None):
         from dml_desc.conventions.onnx import resolve_semantics     # None: the installed onnxruntime's
@@ -101,7 +102,7 @@ class OnednnBackend(Builtin):
 
     def __init__(self, api: str = "graph"):
         self.api, self.name = api, "onednn" if api == "graph" else f"onednn-{api}"
-        self.last = None
+        self.last: Optional[dict] = None         # the last run's result (onednn.run_one's)
 
     def available(self) -> Optional[str]:
         """None, or why libdnnl is missing here."""
@@ -147,6 +148,7 @@ class TorchBackend(Builtin):
         tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}[dtype]
         x = torch.zeros(*description["input_shape"], dtype=tdt, requires_grad=True)
         torch.nn.functional.interpolate(x, **kw).backward(torch.tensor(np.asarray(dy, np.float64), dtype=tdt))
+        assert x.grad is not None               # backward filled it: x requires grad
         return x.grad.float().numpy() if dtype == "bf16" else x.grad.numpy()
 
     def info(self) -> str:

@@ -17,9 +17,12 @@ def forward_fn(description: dict):
     from dml_desc.conventions.jax import JaxResize
     call = JaxResize.from_json(description)
     if call.is_scale_and_translate:
-        return lambda x: jax.image.scale_and_translate(x, call.shape, call.spatial_dims, np.float32(call.scale),
-                                                       np.float32(call.translation), call.method,
-                                                       antialias=call.antialias)
+        def scaled(x):
+            scale = np.float32(call.scale)  # type: ignore[arg-type]  # of a list: an array (the stubs say scalar)
+            translation = np.float32(call.translation)  # type: ignore[arg-type]  # the same
+            return jax.image.scale_and_translate(x, call.shape, call.spatial_dims, scale, translation, call.method,
+                                                 antialias=call.antialias)
+        return scaled
     return lambda x: jax.image.resize(x, call.shape, call.method, antialias=call.antialias)
 
 

@@ -94,7 +94,7 @@ class NativeBackend(Backend):
         code, numpy_type = DATA_TYPES[dtype]
         dy_sizes, dx_sizes = description["InputGradientTensor"]["Sizes"], description["OutputGradientTensor"]["Sizes"]
         n = len(dy_sizes)
-        keep = []                       # every ctypes buffer the structs point at, alive until the call returns
+        keep: list = []                 # every ctypes buffer the structs point at, alive until the call returns
 
         def floats(values):
             arr = (ctypes.c_float * n)(*[_float(v) for v in values])

@@ -94,6 +94,8 @@ class WorkerBackend(Backend):
     available(), info() and `supports` (conformance.support: a dict as it is, a function asked in the worker case
     by case); a plug-in is a kernel under test, so its converter refusals skip (refusal_table False)."""
     refusal_table = False
+    _proc: Optional[subprocess.Popen]           # the worker: None until started, and once stopped
+    _replies: Optional[queue.Queue]             # its replies, read by a thread
 
     def __init__(self, spec: str, semantics=None, timeout: Optional[float] = DEFAULT_CASE_TIMEOUT,
                  flag: str = "--backend"):
@@ -166,6 +168,7 @@ class WorkerBackend(Backend):
         """Send one request and wait for its reply -> (header, array); PluginError when the worker dies or runs
         past the timeout (the worker is then stopped)."""
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        assert self._proc is not None and self._replies is not None     # _start set them
         self._busy = True
         try:
             write_frame(self._proc.stdin, header, array)
@@ -188,6 +191,7 @@ class WorkerBackend(Backend):
         """End the worker: stdin closed, `grace` seconds to exit, then SIGKILL for it and what it started (before
         it is reaped) -> how it ended ('exit status 0', 'signal 11, SIGSEGV')."""
         proc, self._proc = self._proc, None
+        assert proc is not None                     # callers stop a started worker only
         _close_quietly(proc.stdin)
         try:
             code = proc.wait(grace)

@@ -49,7 +49,7 @@ class TorchInterpolate:
         """A TorchInterpolate from its JSON form; unknown keys are refused by name."""
         return dataclass_from_json(cls, obj, "torch")
 
-    def kwargs(self) -> dict[str, object]:
+    def kwargs(self) -> dict[str, Any]:        # Any: F.interpolate's keywords, each its own type
         """The keyword arguments to pass to F.interpolate (everything but input_shape and dtype)."""
         return {k: v for k, v in self.to_json().items() if k not in ("input_shape", "dtype")}
 

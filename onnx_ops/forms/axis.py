@@ -88,6 +88,7 @@ class AxisPlan:
         """The form name the report prints for this axis."""
         if self.kind == "gather":
             return "gather"
+        assert self.band is not None        # every kind but gather has its band
         return self.band.name() + (", transposed" if self.kind == "band-t" else "")
 
 
@@ -117,7 +118,7 @@ def plan_axes(res: Resampling, itemsize: int = 4) -> tuple:
     """(per-axis plans in the order to apply them, estimated ns): the cheapest order and spelling."""
     if not res.resized_axes:
         return [], 0.0
-    best = (None, math.inf)
+    best: tuple[list[AxisPlan] | None, float] = (None, math.inf)
     taps = {a: gradient_taps(res.axes[a], res) for a in res.resized_axes}
     options = {}
     for order in itertools.permutations(res.resized_axes):

@@ -87,7 +87,7 @@ def shared_band(taps: Taps, axis: int, tile: int) -> Band | None:
         return None
     step, mid = m * tile // n, (n // tile) // 2
     inner = band(Taps(taps.index[mid * tile:(mid + 1) * tile], taps.weight[mid * tile:(mid + 1) * tile], m), 0, tile)
-    if inner.width > m:
+    if inner is None or inner.width > m:      # None: one tile's matrix alone exceeds MAX_BAND_ENTRIES
         return None
     starts = np.arange(n // tile) * step + (int(inner.starts[0]) - mid * step)
     plan = Band(axis, tile, inner.width, starts, inner.matrices, m)

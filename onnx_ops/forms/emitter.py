@@ -1,15 +1,18 @@
 """The Emitter every form writes its nodes with, and the placeholder for dims known only at run time."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, ValueInfoProto, helper, numpy_helper
 
 
 class SymbolicDim(int):
     """A dim known only at run time, on an axis the node does not resize: 1 in arithmetic (the forms only
     carry it along), read from the tensor's shape where Emitter.reshape needs it."""
+
+    axis: int
 
     def __new__(cls, axis: int):
         dim = super().__new__(cls, 1)
@@ -35,7 +38,7 @@ class Emitter:
     """Accumulates nodes and initializers under one name prefix."""
     prefix: str
     opset: int
-    acc: type
+    acc: type[np.floating]
     nodes: list = field(default_factory=list)
     inits: list = field(default_factory=list)
     count: int = 0
@@ -92,7 +95,7 @@ class Emitter:
                  if is_symbolic(n) else self.const([n], "size", np.int64) for n in shape]
         return self.node("Concat", parts, "shape", axis=0)
 
-    def subgraph(self, build, inputs: list = ()):
+    def subgraph(self, build, inputs: Sequence[ValueInfoProto] = ()):
         """A subgraph (an If branch, a Loop body) of the nodes `build` emits; `build` returns its outputs as
         (name, element type, rank). The constants it made become Constant nodes inside it, so every initializer of
         the model stays used by a node of the main graph (tools that prune initializers look there only)."""

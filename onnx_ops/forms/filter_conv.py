@@ -307,9 +307,9 @@ def _edge_scaled(em: Emitter, src: str, x, axes: dict, rank: int) -> str:
             continue
         if isinstance(x, (tuple, list)) and not is_symbolic(x[a]):
             m = int(x[a]) * f.factor
-            table = np.ones(m, em.acc)
-            table[0], table[-1] = f.edge_scale
-            known = known * table.reshape([m] + [1] * (rank - a - 1))     # in em.acc, as the run-time tables
+            row = np.ones(m, em.acc)
+            row[0], row[-1] = f.edge_scale
+            known = known * row.reshape([m] + [1] * (rank - a - 1))       # in em.acc, as the run-time tables
             continue
         shape = shape or em.node("Shape", [src], "dyshape")
         m = dims(em, shape, a, a + 1)

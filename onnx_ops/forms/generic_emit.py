@@ -5,7 +5,7 @@ folds) are onnx_ops.forms.filter_conv's, shared with the static lowering."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from onnx import TensorProto, helper
@@ -28,6 +28,7 @@ def shape_checked(emit):
 def emit_resize(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     """One onnxruntime Resize with scales 1/f on the resized axes (attributes proven for every length), times
     the product of the factors (on the smaller side: after the Resize)."""
+    assert form.resize is not None          # the Resize scope applies only where one is proven
     scales = [float(np.float32(1 / form.axes[a].factor)) if a in form.axes else 1.0 for a in range(form.rank)]
     roi = em.const([], "roi", np.float32) if em.opset < 13 else ""
     resized = em.node("Resize", [dy, roi, em.const(scales, "scales", np.float32)], "resized", **form.resize)
@@ -142,7 +143,7 @@ def _sum_blocks(em: Emitter, src: str, sx: str, axis: int, f: int, shape: str | 
     view = em.node("Concat", [em.const([-1, f], "lead", np.int64), dims(em, sx, axis + 1, np.iinfo(np.int64).max)],
                    "block_shape", axis=0)
     parts = [em.name("part") for _ in range(f)]
-    counted = {"num_outputs": f} if em.opset >= 18 else {}
+    counted: dict[str, Any] = {"num_outputs": f} if em.opset >= 18 else {}
     em.nodes.append(helper.make_node("Split", [em.node("Reshape", [src, view], "blocks")], parts, axis=1, **counted))
     if shape is not None:
         parts = [em.node("Reshape", [part, shape], "part_view") for part in parts]

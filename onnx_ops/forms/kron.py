@@ -39,8 +39,9 @@ def kron_form(res: Resampling) -> KronForm | None:
     """The kron form, when every resized axis is I (x) K and the axes other than the last have one weight
     per axis (repeats may also skip phases: weight 0). 1x1 kernels only scale."""
     last = len(res.axes) - 1
-    kernels = {a: gradient_taps(res.axes[a], res).block_kernel() for a in res.resized_axes}
-    if any(k is None for k in kernels.values()):
+    found = {a: gradient_taps(res.axes[a], res).block_kernel() for a in res.resized_axes}
+    kernels = {a: k for a, k in found.items() if k is not None}
+    if len(kernels) < len(found):
         return None
     scale = 1.0
     for a, k in list(kernels.items()):

@@ -15,6 +15,7 @@ does not spread them. The registry shape: `NAME`, `applies(res, opset, itemsize)
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from onnx import helper
@@ -101,7 +102,7 @@ def _add_pairs(em: Emitter, src: str, shape: list, axis: int) -> tuple[str, list
     viewed at the result's shape (so the Add writes it: no copy when it is dX)."""
     viewed = em.reshape(src, [-1, 2, math.prod(shape[axis + 1:])])
     first, second = em.name("half"), em.name("half")
-    counted = {"num_outputs": 2} if em.opset >= 18 else {}     # Split-18 wants the count or the sizes
+    counted: dict[str, Any] = {"num_outputs": 2} if em.opset >= 18 else {}     # Split-18 wants the count or the sizes
     em.nodes.append(helper.make_node("Split", [viewed], [first, second], axis=1, **counted))
     halved = shape[:axis] + [shape[axis] // 2] + shape[axis + 1:]
     return em.node("Add", [em.reshape(first, halved), em.reshape(second, halved)], "pairsum"), halved

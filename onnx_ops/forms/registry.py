@@ -257,7 +257,7 @@ def names(where: tuple) -> tuple:
 def pick(where: tuple, g, name: str | None = None) -> tuple:
     """(scope, proof): the scope named `name` (a current or RENAMED name) where it applies, else the first one the
     rule or the cost model takes, of the scopes in `where`."""
-    name = RENAMED.get(name, name)
+    name = RENAMED.get(name, name) if name is not None else None
     for scope in scopes(where):
         if scope.name == name and (proof := scope.applies(g)) is not None:
             return scope, proof

@@ -96,6 +96,7 @@ def _run_time_gradient(node, read, info) -> tuple:
     g = RunTimeGradient(read.plan, form, node.input[1], node.input[0], info.opset, acc)
     if not any(scope.applies(g) is not None for scope in scopes((GENERIC,))):
         return g, ""
+    assert form is not None                 # a shape-generic scope applies only to a form
     factors = {a: f.factor for a, f in form.axes.items()}
     return g, calibration_signature(read.plan.attrs, factors, form.rank, form.channels, info.opset, read.elem)
 

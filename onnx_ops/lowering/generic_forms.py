@@ -139,6 +139,7 @@ class GenericForm:
         """The per-axis form names the lowering report prints, e.g. 'generic conv x2 (symmetric pad 1+1)'."""
         def name(a: int, f: AxisForm) -> str:
             if kind == "resize":
+                assert self.resize is not None      # the resize kind is named only where one is proven
                 return f"generic Resize({self.resize['mode']}, antialias) x1/{f.factor}"
             if kind in ("conv", "sepconv") and not f.block:
                 return "generic " + self.filter_conv(kind).names()[sorted(self.axes).index(a)]
@@ -167,10 +168,10 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
     forms = {}
     for axis, pos in axes:
         factor = float(np.float32(scales[pos]))
-        form = proven_axis_form(key, factor, opset) if factor != 1 else None
-        if form is None:
+        axis_form = proven_axis_form(key, factor, opset) if factor != 1 else None
+        if axis_form is None:
             return None
-        forms[axis] = form
+        forms[axis] = axis_form
     if not forms:
         return None
     if opset < 10 and any(f.fold for f in forms.values()):

@@ -22,7 +22,8 @@ from ..forms.dynamic import DynamicPlan
 from .walk import graphs, model_names
 from ..model import LOWERING_OPSET, resize_reader_opset
 
-NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32, TensorProto.DOUBLE: np.float64}
+NP_OF: dict[int, type[np.floating]] = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float32,
+                                       TensorProto.DOUBLE: np.float64}
 
 
 @dataclass
@@ -71,7 +72,7 @@ class GraphInfo:
 
     def _call_ranks(self, function, model) -> dict:
         """{function input: rank} from the shapes at every call site; different ranks are refused."""
-        seen = {}
+        seen: dict[str, dict[int, str]] = {}     # formal input -> {rank: a call site}
         for g in graphs(model.graph):
             for call in g.node:
                 if call.op_type != function.name or call.domain != function.domain:
@@ -191,7 +192,7 @@ def _policy_sizes(where, attrs, x, dy, axes, roi, opset) -> list:
     drops the forward's sizes; the scale it picked is float32(dY / X) of the axis that decided it, so each axis
     is tried; every candidate that reproduces dY's shape must give the same map."""
     policy = attrs["keep_aspect_ratio_policy"]
-    found = {}
+    found: dict[tuple, list] = {}           # the map's axes -> the sizes that gave it
     for k in axes:
         s = float(np.float32(dy[k]) / np.float32(x[k]))
         sizes = [dy[a] if a == k else (math.ceil(s * x[a]) + 1 if policy == "not_larger"

@@ -43,6 +43,9 @@ class _Builder:
     `shapes` maps tensor names to their (declared or inferred) dims: ints, or None where symbolic; `opset` is the
     model's ai.onnx opset."""
 
+    nodes: list[onnx.NodeProto]
+    like: int       # the element type a CastLike casts to: set by the caller for a CastLike node
+
     def __init__(self, node, prefix: str, dtype, shapes=None, opset: int = 17):
         self.node, self.prefix, self.dtype, self.nodes, self.k = node, prefix, dtype, [], 0
         self.shapes, self.opset = shapes or {}, opset

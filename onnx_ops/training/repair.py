@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import onnx
 from onnx import helper
@@ -101,7 +103,7 @@ def repair_optimizer_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, lis
             continue
         for k, name in enumerate(node.output):
             v = declared.get(name)
-            dims = v.type.tensor_type.shape.dim if v is not None else ()
+            dims: Sequence[onnx.TensorShapeProto.Dimension] = v.type.tensor_type.shape.dim if v is not None else ()
             if v is None or v.type.tensor_type.elem_type != onnx.TensorProto.BOOL or len(dims) != 1 \
                     or dims[0].dim_value != 1:
                 continue
@@ -155,6 +157,7 @@ def repair_training_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list
                 "ScatterElements with reduction (ai.onnx opset 16 or later)")
         pool = next((n for n in out.graph.node if n.op_type == "MaxPool" and node.input[1] in n.output[1:]), None)
         require(pool is not None, f"{where}.Indices", node.input[1], "must be the Indices output of a MaxPool")
+        assert pool is not None                 # require raised otherwise
         order = next((a.i for a in pool.attribute if a.name == "storage_order"), 0)
         require(order == 0, f"node {pool.name or 'MaxPool'}.storage_order", order,
                 "must be 0 (row-major Indices) for the MaxPoolGrad rewrite")
