@@ -94,7 +94,7 @@ class Taps:
         order = np.lexsort((r, c))
         r, c, w = r[order], c[order], w[order]
         counts = np.bincount(c, minlength=self.cols)
-        width = max(int(counts.max(initial=0)), 1)
+        width = max(int(np.max(counts, initial=0)), 1)
         _check_table(self.cols, width)
         start = np.concatenate(([0], np.cumsum(counts)[:-1]))
         slot = np.arange(len(c)) - start[c]
@@ -312,7 +312,7 @@ def _pool(ax: AxisMap) -> tuple[np.ndarray, np.ndarray]:
     n, m = ax.in_size, ax.out_size
     o = np.arange(m, dtype=np.int64)
     start, end = (o * n) // m, ((o + 1) * n + m - 1) // m
-    count = int((end - start).max())
+    count = int(np.max(end - start))
     _check_table(m, count)
     idx = start[:, None] + np.arange(count)
     w = np.where(idx < end[:, None], 1.0 / (end - start)[:, None], 0.0)

@@ -67,7 +67,7 @@ def band(taps: Taps, axis: int, tile: int) -> Band | None:
     used = sorted_unique(t)
     lo[used] = np.minimum.reduceat(c, np.searchsorted(t, used)) if len(c) else 0
     hi[used] = np.maximum.reduceat(c, np.searchsorted(t, used)) + 1 if len(c) else 1
-    width = int(min(m, (hi - lo).max()))
+    width = int(min(m, np.max(hi - lo)))
     if n * width > MAX_BAND_ENTRIES:
         return None
     starts = np.minimum(lo, m - width)
