@@ -6,6 +6,7 @@ import pytest
 from dml_desc import DescError
 from tests.conftest import CONV_ONNX, DOC_EXAMPLE
 from tests.helpers_bad_input import cli, dml_with, resize_grad_model, torch_with
+from tests.helpers_signals import default_sigint
 
 
 # ---- the CLI: one line, exit 2, never a traceback ---------------------------------------------------------------
@@ -170,7 +171,8 @@ def test_ctrl_c_is_one_line_and_exit_130():
                              "import dml_desc.conventions; "
                              "print('ready', flush=True); sys.exit(main(['convert', '-', '--from', 'dml', "
                              "'--to', 'onnx']))"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root},
+                            preexec_fn=default_sigint)
     assert proc.stdout.readline().strip() == "ready"
     import time
     time.sleep(1.0)                       # inside main(), waiting on stdin

@@ -18,6 +18,7 @@ from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.files import FileError, TEMP_MARK, read_bounded, stale_temp_files, write_atomic
 from onnx_ops.lower import lower_file
 from tests.helpers_model_files import SECRET, external_model, secret_file, set_location
+from tests.helpers_signals import default_sigint
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime these tests run
 
@@ -268,7 +269,7 @@ def test_an_interrupted_write_leaves_the_old_file_and_no_debris(tmp_path, sig):
     target = tmp_path / "m.onnx"
     target.write_bytes(b"old model")
     proc = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(target)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": ROOT})
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": ROOT}, preexec_fn=default_sigint)
     assert proc.stdout.readline().strip() == b"writing"
     proc.send_signal(sig)
     proc.wait(timeout=20)

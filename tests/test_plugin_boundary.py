@@ -14,6 +14,8 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from tests.helpers_signals import default_sigint
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # A correct kernel for the ONNX description (the NumPy reference), and what each plug-in does on some modes.
@@ -128,7 +130,7 @@ def grad(dy, description):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "conformance", "--backend", "py:sleeper:grad", "-k", "cross:",
                              "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_sigint)
     pid_file = tmp_path / "worker.pid"
     deadline = time.monotonic() + 120
     while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
