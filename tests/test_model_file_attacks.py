@@ -16,7 +16,7 @@ from dml_desc.conventions.onnx import installed_semantics
 from dml_desc.files import TEMP_MARK, write_atomic, write_with
 from onnx_ops.lower import lower_file
 from tests.helpers_bad_input import cli, resize_grad_model
-from tests.helpers_model_files import external_model, external_tensor, secret_file
+from tests.helpers_model_files import external_model, external_tensor, secret_file, set_location
 
 INSTALLED = installed_semantics()
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -188,8 +188,7 @@ def test_a_data_file_is_never_written_through_a_symlinked_sub_folder_of_the_outp
     (tmp_path / "in" / "sub").mkdir(parents=True)
     path = external_model(tmp_path / "in", keep_scales=True)
     os.replace(tmp_path / "in" / "m.data", tmp_path / "in" / "sub" / "authorized_keys")
-    rewrite(path, lambda m: setattr(next(e for e in m.graph.initializer[0].external_data if e.key == "location"),
-                                    "value", "sub/authorized_keys"))
+    set_location(path, "sub/authorized_keys")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "authorized_keys").write_bytes(b"ssh-ed25519 the owner's key\n")
@@ -221,8 +220,7 @@ def test_the_data_file_may_not_replace_a_file_the_input_reads(tmp_path):
     (tmp_path / "in" / "sub").mkdir(parents=True)
     path = external_model(tmp_path / "in", keep_scales=True)
     os.replace(tmp_path / "in" / "m.data", tmp_path / "in" / "sub" / "x.onnx.data")
-    rewrite(path, lambda m: setattr(next(e for e in m.graph.initializer[0].external_data if e.key == "location"),
-                                    "value", "sub/x.onnx.data"))
+    set_location(path, "sub/x.onnx.data")
     before = (tmp_path / "in" / "sub" / "x.onnx.data").read_bytes()
     with pytest.raises(DescError, match="its data file x.onnx.data would replace a file the input model reads"):
         lower_file(str(path), str(tmp_path / "in" / "sub" / "x.onnx"), semantics=INSTALLED)
@@ -259,8 +257,7 @@ def test_scales_read_from_a_file_beside_the_model_are_not_echoed(tmp_path):
     path = external_model(tmp_path / "home")
     notes = b"SECRET-PASSPHRASE-do-not-share\n"
     (tmp_path / "home" / "notes.txt").write_bytes(notes)
-    rewrite(path, lambda m: setattr(next(e for e in m.graph.initializer[0].external_data if e.key == "location"),
-                                    "value", "notes.txt"))
+    set_location(path, "notes.txt")
     proc = cli("lower", str(path), "-o", str(tmp_path / "home" / "low.onnx"))
     assert proc.returncode == 2 and "value read from external data, not shown" in proc.stderr, proc.stderr
     message = proc.stderr.replace(str(tmp_path), "")
