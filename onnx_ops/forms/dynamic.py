@@ -182,11 +182,13 @@ def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, 
 
 
 def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
-    """cur's last axis contracted into n: one MatMul with the dense m x n matrix where n * m <= DENSE_LAST_MAX,
-    else the band between two Transposes (an If; the band alone where dY's type is not known)."""
+    """cur's last axis contracted into n: the shared band where the run-time map is periodic in the tiles
+    (_is_shared), else one MatMul with the dense m x n matrix where n * m <= DENSE_LAST_MAX, else the band between
+    two Transposes (Ifs; the band alone where dY's type is not known)."""
     if not plan.convert:
         return _band_last(em, plan, cur, taps)
     band = band_plan(em, taps)
+    first = em.node("Slice", [band[0], em.const([0], "start", np.int64), em.const([1], "end", np.int64)], "first_tile")
 
     def general() -> str:
         small = em.node("LessOrEqual", [em.node("Mul", [taps.n, taps.m], "entries"),
@@ -195,16 +197,15 @@ def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
                                             "contracted"), _elem(em), plan.rank)
         banded = _branch(em, lambda: _band_last(em, plan, cur, taps, band), _elem(em), plan.rank)
         return em.node("If", [small], "last_axis", then_branch=dense, else_branch=banded)
-    shared = _branch(em, lambda: _shared_last(em, plan, cur, taps, band), _elem(em), plan.rank)
-    return em.node("If", [_is_shared(em, band, taps.n)], "last_axis", then_branch=shared,
+    shared = _branch(em, lambda: _shared_last(em, plan, cur, taps, band[1], first), _elem(em), plan.rank)
+    return em.node("If", [_is_shared(em, band, first, taps.n)], "last_axis", then_branch=shared,
                    else_branch=_branch(em, general, _elem(em), plan.rank))
 
 
-def _is_shared(em: Emitter, band: tuple, n: str) -> str:
-    """[1] bool: the band's windows read dY's rows in order, each once, every tile has tile 0's weights and the
-    tiles hold n rows exactly (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...)."""
+def _is_shared(em: Emitter, band: tuple, first: str, n: str) -> str:
+    """[1] bool: the band's windows read dY's rows in order, each once, every tile has tile 0's weights (`first`)
+    and the tiles hold n rows exactly (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...)."""
     weights, index, m = band
-    first = em.node("Slice", [weights, em.const([0], "start", np.int64), em.const([1], "end", np.int64)], "first_tile")
     same = all_true(em, em.node("Equal", [weights, first], "same_weights"))
     dims = em.node("Shape", [weights], "block_shape")
     tiles_tile = em.node("Slice", [dims, em.const([0], "start", np.int64), em.const([2], "end", np.int64)], "tiles")
@@ -213,11 +214,11 @@ def _is_shared(em: Emitter, band: tuple, n: str) -> str:
     return em.node("And", [em.node("And", [plain_windows(em, index, m), same], "plain_same"), exact], "shared")
 
 
-def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple) -> str:
-    """The last axis of cur (m long) viewed as [tiles, width] and contracted by one MatMul with tile 0's weights
-    transposed [width, tile]: the static shared band's spelling (onnx_ops.forms.bands), where _is_shared holds."""
-    weights, index, _ = band
-    matrix = _first_tile_t(em, weights)
+def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, index: str, first: str) -> str:
+    """The last axis of cur (m long) viewed as the band's windows [tiles, width] (`index`'s shape) and contracted by
+    one MatMul with tile 0's weights (`first`) transposed [width, tile]: the static shared band's spelling
+    (onnx_ops.forms.bands), where _is_shared holds."""
+    matrix = _first_tile_t(em, first)
     lead = em.node("Slice", [em.node("Shape", [cur], "shape"), em.const([0], "start", np.int64),
                              em.const([plan.rank - 1], "end", np.int64)], "lead")
     viewed = em.node("Reshape", [cur, em.node("Concat", [lead, em.node("Shape", [index], "windows_shape")], "split",
@@ -235,18 +236,16 @@ def _dense_t(em: Emitter, taps: RunTaps) -> str:
     return em.node("Reshape", [flat, em.node("Concat", [taps.m, taps.n], "matrix_shape", axis=0)], "matrix_t")
 
 
-def _first_tile_t(em: Emitter, weights: str) -> str:
-    """[width, tile]: tile 0 of the band's weights [tiles, tile, width], transposed by a Gather of its entries (a
+def _first_tile_t(em: Emitter, first: str) -> str:
+    """[width, tile]: tile 0 of the band's weights ([1, tile, width]), transposed by a Gather of its entries (a
     Transpose before the MatMul becomes onnxruntime's FusedMatMul, which has no double kernel)."""
-    dims = em.node("Shape", [weights], "block_shape")
+    dims = em.node("Shape", [first], "block_shape")
     tile, width = (em.node("Gather", [dims, em.const(k, "dim", np.int64)], "dim") for k in (1, 2))   # scalars
     one, zero = em.const(1, "one", np.int64), em.const(0, "zero", np.int64)
     rows = unsqueeze(em, em.node("Range", [zero, width, one], "w"), 1)
     cols = unsqueeze(em, em.node("Range", [zero, tile, one], "t"), 0)
     at = em.node("Add", [em.node("Mul", [cols, width], "row_start"), rows], "at")             # [width, tile]
-    flat = em.node("Slice", [em.node("Reshape", [weights, em.const([-1], "flat", np.int64)], "flat"),
-                             em.const([0], "start", np.int64),
-                             unsqueeze(em, em.node("Mul", [tile, width], "entries"), 0)], "tile0")
+    flat = em.node("Reshape", [first, em.const([-1], "flat", np.int64)], "tile0")
     return em.node("Gather", [flat, at], "shared_t")
 
 
