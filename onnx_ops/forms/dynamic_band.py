@@ -151,12 +151,12 @@ def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis:
 
     def product(windows: str) -> str:                                        # [..., tiles, tile, R]
         return em.node("MatMul", [weights, em.node("Reshape", [windows, fold], "windows")], "band")
-    lead = em.node("Slice", [shape, _int(em, [0], "start"), _int(em, [axis], "end")], "lead")
-    split = em.node("Concat", [lead, em.node("Shape", [index], "windows_shape"), _int(em, [-1], "rest")], "split",
-                    axis=0)
     if elem is None:
         band = product(em.node("Gather", [cur, index], "windows", axis=axis))
     else:
+        lead = em.node("Slice", [shape, _int(em, [0], "start"), _int(em, [axis], "end")], "lead")
+        split = em.node("Concat", [lead, em.node("Shape", [index], "windows_shape"), _int(em, [-1], "rest")],
+                        "split", axis=0)
         viewed = em.subgraph(lambda: [(product(em.node("Reshape", [cur, split], "windows")), elem, axis + 3)])
         gathered = em.subgraph(lambda: [(product(em.node("Gather", [cur, index], "windows", axis=axis)), elem,
                                           axis + 3)])
