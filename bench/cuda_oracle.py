@@ -28,6 +28,7 @@ from dml_desc.conventions import torch as torch_conv
 from dml_desc.errors import DescError
 from onnx_ops import build_lowered, build_resize_grad, lower
 from onnx_ops.run import run_model
+from symbolic import make_symbolic
 
 MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
@@ -74,11 +75,7 @@ def lowered_grads(call: torch_conv.TorchInterpolate, dy: np.ndarray, semantics: 
                                            tolerance=SPELLING_TOLERANCE, closest=False)
     except DescError:
         return out
-    model = build_resize_grad(spec, np.float32)
-    for v in list(model.graph.input) + list(model.graph.output):
-        for k, d in enumerate(v.type.tensor_type.shape.dim):
-            if k != 1:
-                d.dim_param = f"{v.name}_{k}"
+    model = make_symbolic(build_resize_grad(spec, np.float32))
     out["dynamic"] = run_model(lower(model, semantics=semantics)[0], feeds)[0]
     return out
 

@@ -47,6 +47,7 @@ from onnx_ops.run import session
 
 import unet_step
 from peak_memory import peak_extra_memory
+from symbolic import make_symbolic
 
 INSTALLED = installed_semantics()    # the ONNX semantics of the onnxruntime this benchmark runs
 
@@ -147,12 +148,7 @@ def _dynamic_peer(case: Case, lowered, feeds, threads):
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
             o.version = case.opset
-    for v in list(model.graph.input) + list(model.graph.output):
-        dims = v.type.tensor_type.shape.dim
-        for k, d in enumerate(dims):
-            if k != 1:
-                d.dim_param = f"{v.name}_{k}"
-    dynamic, report = lower(model, semantics=INSTALLED)
+    dynamic, report = lower(make_symbolic(model), semantics=INSTALLED)
     DYNAMIC_FORMS[case.name] = _form(report[0])
     return _ort_call(dynamic, feeds, threads) if report[0].dynamic else None
 
