@@ -138,8 +138,8 @@ def test_an_empty_axis_gives_zeros_not_a_run_time_failure(attrs, scales, shape, 
     assert got.shape == tuple(shape) and not got.any()
 
 
-def _matmul_inputs(model, feeds) -> list:
-    """The input shapes of every MatMul onnxruntime ran (its profiler), one run of `model` on `feeds`."""
+def _matmul_inputs(model, feeds, op: str = "MatMul") -> tuple:
+    """dX and the input shapes of every `op` node onnxruntime ran (its profiler), one run of `model` on `feeds`."""
     import json
     import os
     import tempfile
@@ -153,7 +153,7 @@ def _matmul_inputs(model, feeds) -> list:
     with open(sess.end_profiling()) as f:
         events = json.load(f)
     shapes = [[next(iter(t.values())) for t in e["args"]["input_type_shape"]] for e in events
-              if e.get("cat") == "Node" and e["args"].get("op_name") == "MatMul" and "input_type_shape" in e["args"]]
+              if e.get("cat") == "Node" and e["args"].get("op_name") == op and "input_type_shape" in e["args"]]
     return out, shapes
 
 
@@ -178,3 +178,84 @@ def test_periodic_last_axis_takes_the_shared_band_and_rows_are_viewed_not_gather
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     shared = [s for s in matmuls if len(s[1]) == 2 and s[0][-1] == s[1][0] and s[0][-2] * s[0][-1] == m]
     assert [s[1] for s in shared] == ([[window, n * window // m]] if window else [])
+
+
+SPELLINGS = [  # (attrs, X's spatial dims, dY's, the spellings expected on H: "gather" / "dense" / "band")
+    ({"mode": "linear"}, (40, 24), (15, 9), "gather"),              # downsampling 2.67x: each X row one dY row
+    ({"mode": "nearest"}, (36, 20), (12, 7), "gather"),             # nearest downsampling
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, (10, 12), (17, 23), "dense"),
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, (60, 12), (119, 23), "band"),
+]
+
+
+@pytest.mark.parametrize("attrs,x_hw,dy_hw,spelling", SPELLINGS)
+def test_each_banded_axis_takes_its_cheapest_spelling_in_the_cheapest_order(attrs, x_hw, dy_hw, spelling):
+    """At run time H takes a Gather and a Mul where each X row reads one dY row, the dense matrix where the cost
+    model finds it cheaper than the band (short axes), else the band; where H grows in dX (downsampling) the last
+    axis is contracted first, on dY's fewer rows. Each gives the reference's gradient, bitwise the same on 1, 2
+    and 4 threads; the dense and one-tap spellings write n rows (no padding Slice)."""
+    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], ["N", 2, "H2", "W2"]), semantics=INSTALLED)
+    shape, sizes = [2, 2, *x_hw], [2, 2, *dy_hw]
+    dy = np.random.default_rng(4).standard_normal(sizes).astype(np.float32)
+    feeds = {"dY": dy, "X": np.zeros(shape, np.float32)}
+    got, matmuls = _matmul_inputs(lowered, feeds)
+    _, gathers = _matmul_inputs(lowered, feeds, "Gather")
+    _, slices = _matmul_inputs(lowered, feeds, "Slice")
+    np.testing.assert_allclose(got, reference(attrs, shape, dy, sizes=sizes), rtol=1e-5, atol=1e-5)
+    rows_on_h = [g for g in gathers if len(g[0]) == 4 and g[0][2] == dy_hw[0] and g[1] == [x_hw[0]]]
+    dense_on_h = [mm for mm in matmuls if mm[0] == [x_hw[0], dy_hw[0]]]
+    band_on_h = [mm for mm in matmuls if len(mm[0]) == 3 and len(mm[1]) == 5]
+    assert (bool(rows_on_h), bool(dense_on_h), bool(band_on_h)) == (
+        spelling == "gather", spelling == "dense", spelling == "band"), (gathers, matmuls)
+    last = [mm for mm in matmuls if mm[1] == [dy_hw[1], x_hw[1]]]       # the last axis's dense matrix
+    assert last and last[0][0][2] == (dy_hw[0] if x_hw[0] > dy_hw[0] else x_hw[0]), matmuls
+    assert not [s for s in slices if s[0] and len(s[0]) == 4 and s[0][0] == 2] or spelling == "band", slices
+    runs = [run_model(lowered, feeds, threads=t)[0] for t in (1, 2, 4)]
+    assert all(r.tobytes() == got.tobytes() for r in runs)
+
+
+def test_a_square_map_reads_its_taps_once_and_a_rectangle_per_axis():
+    """H and W of the same lengths and scale (a square image) share one axis's taps and band (an If): onnxruntime
+    runs half the probe Resizes, and the gradient is the reference's on squares and rectangles alike."""
+    attrs = {"mode": "cubic"}
+    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], ["N", 2, "H2", "W2"], [1, 1, 1.7, 1.7]),
+                       semantics=INSTALLED)
+    probes = {}
+    for hw in ((20, 20), (20, 23), (23, 20)):
+        shape = [2, 2, *hw]
+        sizes = out_shape(attrs, shape, [1, 1, 1.7, 1.7])
+        dy = np.random.default_rng(sum(hw)).standard_normal(sizes).astype(np.float32)
+        got, resizes = _matmul_inputs(lowered, {"dY": dy, "X": np.zeros(shape, np.float32)}, "Resize")
+        np.testing.assert_allclose(got, reference(attrs, shape, dy, [1, 1, 1.7, 1.7]), rtol=1e-5, atol=1e-5)
+        probes[hw] = len(resizes)
+    assert 0 < 2 * probes[(20, 20)] == probes[(20, 23)] == probes[(23, 20)], probes
+
+
+KEEPS = [{"mode": m, "coordinate_transformation_mode": c} for m in ("nearest", "linear", "cubic")
+         for c in ("half_pixel", "align_corners", "tf_half_pixel_for_nn")] + [
+    {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+    {"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric"},
+    {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn", "nearest_mode": "round_prefer_ceil"},
+    {"mode": "linear", "antialias": 1}]
+
+
+@pytest.mark.parametrize("attrs", KEEPS, ids=lambda a: "-".join(str(v) for v in a.values()))
+def test_a_batch_axis_of_unchanged_length_is_skipped_only_where_onnxruntime_copies_it(attrs):
+    """A batch axis that may be resized (X's and dY's batch dims different names; sizes, or run-time scales) is
+    skipped where its length is unchanged and its scale 1, without reading its taps, else contracted with them
+    (tf_half_pixel_for_nn: the taps decide): the reference's gradient either way, with scale 1, with a kept length
+    but scale 1.4 (2 rows stay 2; linear mixes them) and with a changed length."""
+    sized = session(lower(grad_model(attrs, ["N", 2, "H", 5], ["M", 2, "H2", 7]), semantics=INSTALLED)[0])
+    scaled = session(lower(grad_model(attrs, ["N", 2, "H", 5], ["M", 2, "H2", 7], [1, 1, 1.5, 1.4],
+                                      run_time=("scales",)), semantics=INSTALLED)[0])
+    rng = np.random.default_rng(2)
+    for shape, scales in (([3, 2, 6, 5], [1, 1, 1.5, 1.4]), ([2, 2, 6, 5], [1.4, 1, 1.5, 1.4]),
+                          ([2, 2, 6, 5], [2, 1, 1.5, 1.4])):
+        sizes = out_shape(attrs, shape, scales)
+        dy = rng.standard_normal(sizes).astype(np.float32)
+        feeds = {"dY": dy, "X": np.zeros(shape, np.float32)}
+        want = reference(attrs, shape, dy, scales)
+        np.testing.assert_allclose(scaled.run(None, dict(feeds, scales=np.array(scales, np.float32)))[0], want,
+                                   rtol=1e-5, atol=1e-5, err_msg=str(scales))
+        np.testing.assert_allclose(sized.run(None, feeds)[0], reference(attrs, shape, dy, sizes=sizes), rtol=1e-5,
+                                   atol=1e-5, err_msg=str(sizes))

@@ -5,13 +5,17 @@ For each axis the node may resize, onnxruntime's own Resize gives the taps, in t
 and the roi of tf_crop_and_resize; extrapolated outputs read weight 0, also on an axis that antialias copies). From
 opset 12 it resizes combs (onnx_ops.forms.dynamic_taps: [P, m] tables of X rows and weights, O((n + m) * P) memory),
 and dX is dY contracted with them axis by axis, every sum in a fixed order (deterministic on every run and thread
-count): every axis but the last by the band form built from the taps (onnx_ops.forms.dynamic_band: windows of dY rows
-per tile of X rows, one batched MatMul); the last axis, where a Gather would move single values, by one MatMul with
-the dense matrix where it is small (n * m <= DENSE_LAST_MAX), else by the band between two Transposes. Banded axes
-from 2 up go first, then the last axis, then axes 0 and 1, which are seldom resized: an If skips them where their
-taps are the identity (a symbolic batch that keeps its size; both Ifs with dY's type known). The bands' padding rows
-are sliced off dX at the end (a copy of dX), except where an If finds none (every banded length a multiple of its
-tile) and the last axis's contraction writes dX directly. An outer If returns zeros for a dY with an empty
+count). Every axis but the last is contracted from the band built from the taps (onnx_ops.forms.dynamic_band:
+windows of dY rows per tile of X rows), and an If picks its spelling at run time: a Gather and a Mul where each X
+row reads one dY row (downsampling), the dense matrix where the cost model finds it cheaper (short axes), else
+the band (one batched MatMul). The last axis, where a Gather would move single values, takes the shared band
+where the map is periodic, one MatMul with the dense matrix where it is small (n * m <= DENSE_LAST_MAX), else the
+band between two Transposes. The banded axes from 2 up and the last axis go in the order that keeps the data
+small (an If: the last axis first where the banded axes grow in dX), then axes 0 and 1, which are seldom
+resized: an If skips them where their taps are the identity (a symbolic batch that keeps its size; every If
+needs dY's type known). The bands' padding rows are sliced off dX at the end (a copy of dX), except where an If
+finds none. Each If branch ends in a node that computes (onnxruntime copies a Reshape that writes a branch's
+output): views back to a tensor's rank are outside the Ifs. An outer If returns zeros for a dY with an empty
 axis, where the probes and reshapes would fail.
 
 Before opset 12 (no Unique, Range or int64 Min / Max in the schemas the model imports), the path resizes the
@@ -26,7 +30,8 @@ weights sum to 1 within a float32 rounding).
 
 Cost per row: O(window) on banded axes, O(m) on a small last axis. The taps cost O((n + m) * P) per run, their
 band plan O(m * P log(m * P) + n * width). An inf or NaN in dY reaches the dX rows whose window holds it on a
-banded axis, the whole dX line on a dense last axis (0 x inf).
+banded axis (on a one-tap one, the rows reading it and those with no tap whose window starts there), the whole dX
+line on a dense axis (0 x inf).
 """
 from __future__ import annotations
 
@@ -35,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto, helper
 
-from .dynamic_band import (BAND_MIN_OPSET, all_true, band_entries, band_plan, contract_band, plain_windows,
-                           scatter_flat)
+from .dynamic_band import (BAND_MIN_OPSET, all_true, band_dense, band_entries, band_plan, contract_band, dense_cheaper,
+                           gather_one_tap, one_tap, plain_windows, scatter_flat, tap_mask, unfold)
 from .dynamic_taps import (RunTaps, axis_taps, dy_rows, identity_where, is_identity, period, probe_entries,
                            unsqueeze)
 from .emitter import Emitter
@@ -91,42 +96,167 @@ def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     sx, sdy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
     scales = _checked_scales(em, plan) if plan.scales else ""
     h = _probe_height(em, plan, sx, sdy)
-    taps = {a: _axis_taps(em, plan, a, pos, sx, sdy, scales, h) for a, pos in plan.axes}
     banded, last = banded_axes(plan, em.opset), plan.rank - 1
     late = [a for a in banded if a < 2] if plan.convert else []
     early = [a for a in banded if a not in late]
-    cur = dy
-    for a in early:
-        cur = _banded(em, plan, cur, taps[a], a)
+    kept = _kept_where_same_length(plan)
+    taps, bands, lengths = _taps_and_bands(em, plan, sx, sdy, scales, h,
+                                           [a for a in early + [last] if a not in late], late if kept else [])
     if not late:
-        return _last_unpadded(em, plan, cur, taps.get(last), sx, early)
+        return _ordered(em, plan, dy, taps, bands, sx, early)
     # batch and channels (axes 0, 1) are seldom resized: last, where the data is smallest, and skipped when
-    # their run-time taps are the identity (an If whose branches both contract the last axis: no copy of dX
-    # where that axis is resized and no banded axis has padding rows)
-    identity = [is_identity(em, taps[a]) for a in late]
+    # they are copied (an If): where their length is unchanged and their scale 1 (_kept_where_same_length), else
+    # where their run-time taps are the identity
+    identity = [_same_length(em, *lengths[a]) if kept else is_identity(em, taps[a]) for a in late]
     cond = identity[0] if len(identity) == 1 else em.node("And", identity, "identity")
 
     def resized():
-        out = _last_axis(em, plan, cur, taps[last]) if last in taps else cur
+        out = dy
+        for a in early:
+            out = _banded(em, plan, out, taps[a], a, bands[a])
+        out = _last_axis(em, plan, out, taps[last], bands[last]) if last in taps else out
         for a in late:
-            out = _banded(em, plan, out, taps[a], a)
+            out = _banded(em, plan, out, taps[a]() if callable(taps[a]) else taps[a], a)
         return _unpadded(em, out, sx, banded)
-    keep = _branch(em, lambda: _last_unpadded(em, plan, cur, taps.get(last), sx, early), _elem(em), plan.rank)
+    keep = _branch(em, lambda: _ordered(em, plan, dy, taps, bands, sx, early), _elem(em), plan.rank)
     return em.node("If", [cond], "axes_done", then_branch=keep, else_branch=_branch(em, resized, _elem(em), plan.rank))
 
 
-def _last_unpadded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps | None, sx: str, early: list) -> str:
+def _taps_and_bands(em: Emitter, plan: DynamicPlan, sx: str, sdy: str, scales: str, h: str, planned: list,
+                    lazy: list) -> tuple:
+    """({axis: RunTaps} of every axis the node may resize, {axis: band_plan} of the `planned` ones, {axis: (n, m,
+    scale)}). A `lazy` axis's taps are a function that emits them where it is called (inside an If branch). An axis
+    of the same lengths and scale as the planned axis before it (a square image) reuses that axis's taps and band
+    (an If): the taps depend on nothing else (the node's attributes are the same for every axis; not for an roi or
+    onnxruntime's NHWC cubic kernel, which are computed per axis)."""
+    taps: dict = {}
+    bands: dict = {}
+    lengths: dict = {}
+    before = None
+    for a, pos in plan.axes:
+        n, m = (em.node("Gather", [s, em.const([a], "axis", np.int64)], "length") for s in (sx, sdy))
+        scale = _slice(em, scales, pos, pos + 1) if plan.scales else ""
+        lengths[a] = (n, m, scale)
+
+        def computed(a=a, pos=pos, n=n, m=m, scale=scale) -> tuple:
+            own = _axis_taps(em, plan, a, pos, n, m, scale, scales, h)
+            return (own, band_plan(em, own)) if a in planned else (own, None)
+        if a in lazy:
+            taps[a] = lambda computed=computed: computed()[0]
+        elif a not in planned or before is None or plan.roi or plan.nhwc_cubic or not plan.convert:
+            taps[a], bands[a] = computed()
+        else:
+            taps[a], bands[a] = _reused(em, taps[before], bands[before], lengths[a], lengths[before][2], computed)
+        before = a if a in planned else before
+    return taps, bands, lengths
+
+
+def _kept_where_same_length(plan: DynamicPlan) -> bool:
+    """onnxruntime copies an axis whose length is unchanged and whose scale is 1 (given, or m / n from sizes): every
+    coordinate transformation but tf_half_pixel_for_nn (o + 0.5) and tf_crop_and_resize (the roi) maps dY row o
+    to X row o exactly, where nearest picks it and the linear, cubic and antialiased filters weigh it 1 and every
+    other row 0; with keep_aspect_ratio_policy other than stretch, sizes give another scale."""
+    return plan.attrs.get("coordinate_transformation_mode", "half_pixel") not in (
+        "tf_half_pixel_for_nn", "tf_crop_and_resize") and plan.attrs.get("keep_aspect_ratio_policy",
+                                                                        "stretch") == "stretch"
+
+
+def _same_length(em: Emitter, n: str, m: str, scale: str) -> str:
+    """[1] bool: n == m and (where given) scale == 1."""
+    same = em.node("Equal", [n, m], "same_length")
+    if not scale:
+        return same
+    return em.node("And", [same, em.node("Equal", [scale, em.const([1.0], "one", np.float32)], "unit")], "kept")
+
+
+def _reused(em: Emitter, taps: RunTaps, band: tuple, own: tuple, scale_before: str, computed) -> tuple:
+    """(RunTaps, band) of an axis of lengths and scale `own` (n, m, scale): an If returns `taps` and `band` (the
+    axis before's, of scale `scale_before`) where it has the same lengths and scale, else `computed()`'s."""
+    n, m, scale = own
+    same = em.node("And", [em.node("Equal", [n, taps.n], "same_n"), em.node("Equal", [m, taps.m], "same_m")], "same")
+    if scale:
+        same = em.node("And", [same, em.node("Equal", [scale, scale_before], "same_scale")], "same")
+    kinds = (TensorProto.INT64, TensorProto.FLOAT, TensorProto.BOOL, TensorProto.FLOAT, TensorProto.INT64)
+    ranks = (2, 2, 2, 3, 2)
+
+    def outputs(tensors) -> list:
+        return list(zip(tensors, kinds, ranks))
+
+    def fresh() -> list:
+        new, new_band = computed()
+        return outputs([new.index, new.weight, new.used, new_band[0], new_band[1]])
+    shared = em.subgraph(lambda: outputs([em.node("Identity", [t], "shared") for t in (
+        taps.index, taps.weight, taps.used, band[0], band[1])]))
+    names = [em.name("tap") for _ in kinds]
+    em.nodes.append(helper.make_node("If", [same], names, then_branch=shared, else_branch=em.subgraph(fresh)))
+    return RunTaps(names[0], names[1], names[2], n, m), (names[3], names[4], m)
+
+
+def _ordered(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, sx: str, early: list) -> str:
+    """The banded axes and the last one contracted, in the order that keeps the data small: the last axis first
+    where the banded axes grow in dX (an If on n > m over their product: downsampling, whose last-axis MatMul then
+    runs on dY's fewer rows), else the banded axes first."""
+    last = plan.rank - 1
+
+    def banded_first() -> str:
+        cur = dy
+        for a in early:
+            cur = _banded(em, plan, cur, taps[a], a, bands[a])
+        return _last_unpadded(em, plan, cur, taps.get(last), bands.get(last), sx, early)
+    if last not in taps or not early or not plan.convert:
+        return banded_first()
+    grows = em.node("Greater", [_product(em, [taps[a].n for a in early]), _product(em, [taps[a].m for a in early])],
+                    "grows")
+    return em.node("If", [grows], "ordered", then_branch=_branch(
+        em, lambda: _last_first(em, plan, dy, taps, bands, sx, early), _elem(em), plan.rank),
+        else_branch=_branch(em, banded_first, _elem(em), plan.rank))
+
+
+def _last_first(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, sx: str, early: list) -> str:
+    """The last axis contracted, then the banded axes, the final one into its n rows; an If skips the Slice of the
+    other bands' padding rows (a copy of dX) where there are none."""
+    cur = _last_axis(em, plan, dy, taps[plan.rank - 1], bands[plan.rank - 1])
+    for a in early[:-1]:
+        cur = _banded(em, plan, cur, taps[a], a, bands[a])
+    final = early[-1]
+    if len(early) == 1:
+        return _banded(em, plan, cur, taps[final], final, bands[final], final=True)
+    exact = _no_padding(em, cur, sx, early[:-1])
+    return em.node("If", [exact], "unpadded", then_branch=_branch(
+        em, lambda: _banded(em, plan, cur, taps[final], final, bands[final], final=True), _elem(em), plan.rank),
+        else_branch=_branch(em, lambda: _unpadded(em, _banded(em, plan, cur, taps[final], final, bands[final]), sx,
+                                                  early), _elem(em), plan.rank))
+
+
+def _no_padding(em: Emitter, cur: str, sx: str, axes: list) -> str:
+    """[1] bool: cur's `axes` are X's lengths (no band left padding rows on them)."""
+    at = em.const(axes, "banded", np.int64)
+    rows = [em.node("ReduceSum", [em.node("Gather", [shape, at], "rows")], "total", keepdims=1)
+            for shape in (em.node("Shape", [cur], "padded_shape"), sx)]
+    return em.node("Equal", rows, "no_padding")       # padded lengths are at least n: equal sums, equal lengths
+
+
+def _product(em: Emitter, factors: list) -> str:
+    """The product of `factors` ([1] int64 each)."""
+    out = factors[0]
+    for f in factors[1:]:
+        out = em.node("Mul", [out, f], "product")
+    return out
+
+
+def _last_unpadded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps | None, band: tuple | None, sx: str,
+                   early: list) -> str:
     """The last axis contracted (where resized), then the banded axes' padding rows dropped. Where the last axis is
     resized, an If skips the Slice (a copy of dX) when no banded axis has padding rows (n a multiple of its tile)."""
-    if taps is None or not early:
-        return _unpadded(em, _last_axis(em, plan, cur, taps) if taps is not None else cur, sx, early)
-    axes = em.const(early, "banded", np.int64)
-    rows = [em.node("ReduceSum", [em.node("Gather", [shape, axes], "rows")], "total", keepdims=1)
-            for shape in (em.node("Shape", [cur], "padded_shape"), sx)]
-    exact = em.node("Equal", rows, "no_padding")       # padded lengths are at least n: equal sums, equal lengths
-    return em.node("If", [exact], "unpadded", then_branch=_branch(em, lambda: _last_axis(em, plan, cur, taps),
-                                                                  _elem(em), plan.rank),
-                   else_branch=_branch(em, lambda: _unpadded(em, _last_axis(em, plan, cur, taps), sx, early),
+    if taps is None:
+        return _unpadded(em, cur, sx, early)
+    if not early:
+        return _last_axis(em, plan, cur, taps, band, final=True)
+    exact = _no_padding(em, cur, sx, early)
+    return em.node("If", [exact], "unpadded",
+                   then_branch=_branch(em, lambda: _last_axis(em, plan, cur, taps, band, final=True), _elem(em),
+                                       plan.rank),
+                   else_branch=_branch(em, lambda: _unpadded(em, _last_axis(em, plan, cur, taps, band), sx, early),
                                        _elem(em), plan.rank))
 
 
@@ -161,45 +291,96 @@ def _elem(em: Emitter) -> int:
     return TensorProto.FLOAT if em.acc is np.float32 else TensorProto.DOUBLE
 
 
-def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, sx: str, sdy: str, scales: str, h: str) -> RunTaps:
-    """One axis's run-time taps (onnx_ops.forms.dynamic_taps), the identity where onnxruntime's NHWC cubic kernel
-    copies the axis."""
-    # Gather, not Slice: onnxruntime warns that it cannot rename a Slice of a shape read inside an If branch
-    n, m = (em.node("Gather", [s, em.const([axis], "axis", np.int64)], "length") for s in (sx, sdy))
-    scale = _slice(em, scales, pos, pos + 1) if plan.scales else ""
+def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, n: str, m: str, scale: str, scales: str,
+               h: str) -> RunTaps:
+    """One axis's run-time taps (onnx_ops.forms.dynamic_taps) for lengths n, m ([1] int64, Gathers of the shapes:
+    onnxruntime warns that it cannot rename a Slice of a shape read inside an If branch) and its `scale` ("" where
+    dY's shape gives the size), the identity where onnxruntime's NHWC cubic kernel copies the axis."""
     taps = axis_taps(em, plan, pos, n, m, scale, _probe_roi(em, plan, pos), h)
     if plan.nhwc_cubic and axis in (1, 2):
         taps = identity_where(em, taps, _nhwc_copies(em, plan, n, m, scales))
     return taps
 
 
-def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, band: tuple = ()) -> str:
-    """cur's `axis` (not the last) contracted by the band form (`band`, else band_plan's): tiles * tile rows (n and
-    the padding)."""
+def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, band: tuple = (),
+            final: bool = False) -> str:
+    """cur's `axis` (not the last) contracted by the band's taps (`band`, else band_plan's) into n rows, or where
+    the band is taken and not `final`, tiles * tile (n and the padding, which the caller drops). Where dY's type
+    is known, an If takes the one-tap Gather (one_tap), the dense matrix (dense_cheaper) or the band. Each
+    branch's last node computes: onnxruntime copies a Reshape that writes a branch's output, so the branches give
+    their product with the later axes flattened (R of them: [..., rows, R], the band's [..., tiles, tile, R]) and
+    the view back to cur's rank is outside the If; a `final` branch writes its n rows in cur's rank itself (a view
+    only where the dense matrix contracts an axis before the last two)."""
     weights, index, m = band or band_plan(em, taps)
-    return contract_band(em, cur, _converted(em, plan, weights, cur), index, m, axis, plan.rank,
-                         _elem(em) if plan.convert else None)
+    converted = _converted(em, plan, weights, cur)
+    rank, shape, rows = plan.rank, em.node("Shape", [cur], "shape"), taps.n if final else ""
+    if not plan.convert:
+        out = unfold(em, contract_band(em, cur, converted, index, m, axis), shape, axis, rank)
+        return _first_rows(em, out, rows, axis) if final else out
+    # the branches' ranks differ where not final (the view back is outside the If)
+    mask, elem, out_rank = tap_mask(em, weights), _elem(em), rank if final else None
+
+    def gathered() -> str:
+        return gather_one_tap(em, cur, converted, mask, index, m, axis, rank, taps.n, final)
+
+    def dense() -> str:
+        matrix = band_dense(em, converted, index, m, taps.n)
+        if final and axis == rank - 2:
+            return em.node("MatMul", [matrix, cur], "dense")
+        folded = em.node("Reshape", [cur, em.const([0] * (axis + 1) + [-1], "fold", np.int64)], "folded")
+        product = em.node("MatMul", [matrix, folded], "dense")                   # [..., rows, R]
+        return unfold(em, product, shape, axis, rank) if final else product
+
+    def banded() -> str:
+        product = contract_band(em, cur, converted, index, m, axis, elem)
+        return _first_rows(em, unfold(em, product, shape, axis, rank), rows, axis) if final else product
+    inner = _branch(em, lambda: em.node("If", [dense_cheaper(em, weights, m, _later(em, shape, axis, rank),
+                                                                np.dtype(em.acc).itemsize)], "axis_done",
+                                        then_branch=_branch(em, dense, elem, out_rank),
+                                        else_branch=_branch(em, banded, elem, out_rank)), elem, out_rank)
+    out = em.node("If", [one_tap(em, mask)], "axis_done", then_branch=_branch(em, gathered, elem, out_rank),
+                  else_branch=inner)
+    return out if final else unfold(em, out, shape, axis, rank)
 
 
-def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps) -> str:
+def _later(em: Emitter, shape: str, axis: int, rank: int) -> str:
+    """[1] int64: the product of the dims after `axis` (1 for the last axis)."""
+    return em.node("ReduceProd", [em.node("Concat", [_slice(em, shape, axis + 1, rank), em.const([1], "one", np.int64)],
+                                          "later", axis=0)], "later", keepdims=1)
+
+
+def _first_rows(em: Emitter, cur: str, rows: str, axis: int) -> str:
+    """cur's first `rows` ([1] int64) along `axis` (a Slice: the padding rows dropped)."""
+    return em.node("Slice", [cur, em.const([0], "start", np.int64), rows, em.const([axis], "axis", np.int64)], "rows")
+
+
+def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple | None = None,
+               final: bool = False) -> str:
     """cur's last axis contracted into n: the shared band where the run-time map is periodic in the tiles
     (_is_shared), else one MatMul with the dense m x n matrix where n * m <= DENSE_LAST_MAX, else the band between
-    two Transposes (Ifs; the band alone where dY's type is not known)."""
+    two Transposes (Ifs; the band alone where dY's type is not known). Where not `final`, the branches give one
+    more axis (a 1, or the shared band's tiles) and the view back is outside the Ifs (_banded: onnxruntime copies
+    a Reshape that writes a branch's output)."""
+    band = band or band_plan(em, taps)
     if not plan.convert:
-        return _band_last(em, plan, cur, taps)
-    band = band_plan(em, taps)
+        return _band_last(em, plan, cur, taps, band)
     first = em.node("Slice", [band[0], em.const([0], "start", np.int64), em.const([1], "end", np.int64)], "first_tile")
+    rank = plan.rank if final else plan.rank + 1
+
+    def dense() -> str:
+        rows = cur if final else unsqueeze(em, cur, plan.rank - 1)
+        return em.node("MatMul", [rows, _converted(em, plan, _dense_t(em, taps), cur)], "contracted")
 
     def general() -> str:
         small = em.node("LessOrEqual", [em.node("Mul", [taps.n, taps.m], "entries"),
                                         em.const([DENSE_LAST_MAX], "dense_max", np.int64)], "small")
-        dense = _branch(em, lambda: em.node("MatMul", [cur, _converted(em, plan, _dense_t(em, taps), cur)],
-                                            "contracted"), _elem(em), plan.rank)
-        banded = _branch(em, lambda: _band_last(em, plan, cur, taps, band), _elem(em), plan.rank)
-        return em.node("If", [small], "last_axis", then_branch=dense, else_branch=banded)
-    shared = _branch(em, lambda: _shared_last(em, plan, cur, taps, band[1], first), _elem(em), plan.rank)
-    return em.node("If", [_is_shared(em, band, first, taps.n)], "last_axis", then_branch=shared,
-                   else_branch=_branch(em, general, _elem(em), plan.rank))
+        return em.node("If", [small], "last_axis", then_branch=_branch(em, dense, _elem(em), rank),
+                       else_branch=_branch(em, lambda: _band_last(em, plan, cur, taps, band, final), _elem(em), rank))
+    shared = _branch(em, lambda: _shared_last(em, plan, cur, taps, band[1], first, final), _elem(em), rank)
+    out = em.node("If", [_is_shared(em, band, first, taps.n)], "last_axis", then_branch=shared,
+                  else_branch=_branch(em, general, _elem(em), rank))
+    return out if final else em.node("Reshape", [out, em.const([0] * (plan.rank - 1) + [-1], "unfold", np.int64)],
+                                     "unfolded")
 
 
 def _is_shared(em: Emitter, band: tuple, first: str, n: str) -> str:
@@ -214,16 +395,19 @@ def _is_shared(em: Emitter, band: tuple, first: str, n: str) -> str:
     return em.node("And", [em.node("And", [plain_windows(em, index, m), same], "plain_same"), exact], "shared")
 
 
-def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, index: str, first: str) -> str:
+def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, index: str, first: str,
+                 final: bool = True) -> str:
     """The last axis of cur (m long) viewed as the band's windows [tiles, width] (`index`'s shape) and contracted by
     one MatMul with tile 0's weights (`first`) transposed [width, tile]: the static shared band's spelling
-    (onnx_ops.forms.bands), where _is_shared holds."""
+    (onnx_ops.forms.bands), where _is_shared holds. [..., tiles, tile] where not `final`."""
     matrix = _first_tile_t(em, first)
     lead = em.node("Slice", [em.node("Shape", [cur], "shape"), em.const([0], "start", np.int64),
                              em.const([plan.rank - 1], "end", np.int64)], "lead")
     viewed = em.node("Reshape", [cur, em.node("Concat", [lead, em.node("Shape", [index], "windows_shape")], "split",
                                               axis=0)], "windows")
     product = em.node("MatMul", [viewed, _converted(em, plan, matrix, cur)], "shared_band")
+    if not final:
+        return product
     return em.node("Reshape", [product, em.node("Concat", [lead, taps.n], "dx_shape", axis=0)], "contracted")
 
 
@@ -249,14 +433,17 @@ def _first_tile_t(em: Emitter, first: str) -> str:
     return em.node("Gather", [flat, at], "shared_t")
 
 
-def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple = ()) -> str:
-    """The last axis by the band form: moved to the front, contracted, the padding rows dropped, moved back."""
+def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple = (), final: bool = True) -> str:
+    """The last axis by the band form: moved to the front, contracted into its n rows, moved back (a 1 before it
+    where not `final`)."""
     rank = plan.rank
-    if rank > 1:
-        cur = em.node("Transpose", [cur], "axis_first", perm=[rank - 1] + list(range(rank - 1)))
-    out = em.node("Slice", [_banded(em, plan, cur, taps, 0, band), em.const([0], "start", np.int64), taps.n,
-                            em.const([0], "axis", np.int64)], "unpadded")
-    return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0]) if rank > 1 else out
+    if rank == 1:
+        return _banded(em, plan, cur, taps, 0, band, final=True)
+    cur = em.node("Transpose", [cur], "axis_first", perm=[rank - 1] + list(range(rank - 1)))
+    out = _banded(em, plan, cur, taps, 0, band, final=True)
+    if final:
+        return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0])
+    return em.node("Transpose", [unsqueeze(em, out, rank)], "axis_last", perm=list(range(1, rank)) + [rank, 0])
 
 
 def _nhwc_copies(em: Emitter, plan: DynamicPlan, n: str, m: str, scales: str) -> str:
@@ -286,7 +473,7 @@ def _emit_identity_probes(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> st
     return cur
 
 
-def _branch(em: Emitter, build, elem: int, rank: int):
+def _branch(em: Emitter, build, elem: int, rank: int | None):
     """A subgraph of the nodes `build` emits, its output of `rank` (Emitter.subgraph). The lowering names its
     nodes after the If's."""
     return em.subgraph(lambda: [(build(), elem, rank)])

@@ -26,6 +26,7 @@ import math
 import numpy as np
 from onnx import TensorProto, helper
 
+from .cost import NS_PER_BLOCK, NS_PER_BYTE, NS_PER_MAC, PIPELINE
 from .dynamic_taps import RunTaps, dy_rows, squeeze_axes, unsqueeze
 from .dynamic_taps import ints as _int
 from .emitter import Emitter
@@ -44,8 +45,9 @@ def band_entries(n: int, m: int, period: int) -> int:
 
 
 def _reduce(em: Emitter, op: str, src: str, axes: list) -> str:
-    """ReduceMin / ReduceMax over `axes` without keeping them (axes an input from opset 18, an attribute before)."""
-    if em.opset >= 18:
+    """ReduceMin / ReduceMax / ReduceSum over `axes` without keeping them (axes an input from opset 18, from 13
+    for ReduceSum; an attribute before)."""
+    if em.opset >= (13 if op == "ReduceSum" else 18):
         return em.node(op, [src, _int(em, axes, "axes")], "reduced", keepdims=0)
     return em.node(op, [src], "reduced", axes=axes, keepdims=0)
 
@@ -137,33 +139,105 @@ def _ceil_div(em: Emitter, a: str, b: str) -> str:
     return em.node("Div", [up, b], "ceil")
 
 
-def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis: int, rank: int,
-                  elem: int | None = None) -> str:
-    """cur's `axis` (size m, not the last) contracted into tiles * tile rows (n plus the padding). A cur whose
+def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis: int, elem: int | None = None) -> str:
+    """cur's `axis` (size m, not the last) contracted into tiles * tile rows (n plus the padding), as the MatMul
+    gives them: [..., tiles, tile, R] (R the product of the later axes; unfold views it as cur's rank). A cur whose
     axis is not m long fails in onnxruntime, as a dense MatMul would (_checked). Where the windows are dY's rows
     in order, each once (plain_windows: a periodic map whose period divides the tile), an If reads them as a view
     of cur (a Reshape) instead of copying them (the Gather): the same values into the same MatMul. The If needs
     cur's element type `elem` (without it, the Gather alone)."""
     shape = em.node("Shape", [cur], "shape")
-    index = _checked(em, index, em.node("Slice", [shape, _int(em, [axis], "start"), _int(em, [axis + 1], "end")],
-                                        "length"), m)
+    index = _guarded(em, index, shape, axis, m)
     fold = _int(em, [0] * (axis + 2) + [-1], "fold")
 
     def product(windows: str) -> str:                                        # [..., tiles, tile, R]
         return em.node("MatMul", [weights, em.node("Reshape", [windows, fold], "windows")], "band")
     if elem is None:
-        band = product(em.node("Gather", [cur, index], "windows", axis=axis))
-    else:
-        lead = em.node("Slice", [shape, _int(em, [0], "start"), _int(em, [axis], "end")], "lead")
-        split = em.node("Concat", [lead, em.node("Shape", [index], "windows_shape"), _int(em, [-1], "rest")],
-                        "split", axis=0)
-        viewed = em.subgraph(lambda: [(product(em.node("Reshape", [cur, split], "windows")), elem, axis + 3)])
-        gathered = em.subgraph(lambda: [(product(em.node("Gather", [cur, index], "windows", axis=axis)), elem,
-                                          axis + 3)])
-        band = em.node("If", [plain_windows(em, index, m)], "band", then_branch=viewed, else_branch=gathered)
+        return product(em.node("Gather", [cur, index], "windows", axis=axis))
+    lead = em.node("Slice", [shape, _int(em, [0], "start"), _int(em, [axis], "end")], "lead")
+    split = em.node("Concat", [lead, em.node("Shape", [index], "windows_shape"), _int(em, [-1], "rest")],
+                    "split", axis=0)
+    viewed = em.subgraph(lambda: [(product(em.node("Reshape", [cur, split], "windows")), elem, axis + 3)])
+    gathered = em.subgraph(lambda: [(product(em.node("Gather", [cur, index], "windows", axis=axis)), elem,
+                                      axis + 3)])
+    return em.node("If", [plain_windows(em, index, m)], "band", then_branch=viewed, else_branch=gathered)
+
+
+def unfold(em: Emitter, product: str, shape: str, axis: int, rank: int) -> str:
+    """A contraction's `product` ([..., rows of `axis`, ...] with the later axes flattened or not) viewed with the
+    later axes of `shape` (cur's shape): a Reshape, free where a node of the same graph reads it (onnxruntime
+    copies a Reshape that writes a graph's or an If branch's output)."""
     rest = em.node("Slice", [shape, _int(em, [axis + 1], "start"), _int(em, [rank], "end")], "rest")
     back = em.node("Concat", [_int(em, [0] * axis + [-1], "lead"), rest], "unfold", axis=0)
-    return em.node("Reshape", [band, back], "unfolded")
+    return em.node("Reshape", [product, back], "unfolded")
+
+
+def tap_mask(em: Emitter, weights: str) -> str:
+    """The band's weights [tiles, tile, width] as 1.0 where nonzero, else 0.0."""
+    zero = em.node("Equal", [weights, em.node("Sub", [weights, weights], "zero")], "zero_weight")
+    return em.node("Cast", [em.node("Not", [zero], "nonzero")], "nonzero", to=TensorProto.FLOAT)
+
+
+def one_tap(em: Emitter, mask: str) -> str:
+    """[1] bool: no X row of the band (tap_mask's) reads more than one dY row (nearest and linear downsampling by
+    2 or more: each dY row's taps land on X rows of their own)."""
+    most = em.node("ReduceMax", [_reduce(em, "ReduceSum", mask, [2])], "most_taps", keepdims=1)
+    return em.node("LessOrEqual", [em.node("Reshape", [most, _int(em, [1], "one")], "most_taps"),
+                                   em.const([1.0], "one", np.float32)], "one_tap")
+
+
+def gather_one_tap(em: Emitter, cur: str, weights: str, mask: str, index: str, m: str, axis: int, rank: int,
+                   rows: str, ranked: bool = True) -> str:
+    """cur's `axis` contracted into its first `rows` ([1] int64: n) where one_tap holds, in cur's rank or (not
+    `ranked`) with the later axes flattened. Each X row is its one dY row (the window row of its nonzero
+    weight, else the window's first) times that weight (the sum of its row of weights: one term and zeros, so the
+    band's value bitwise). A Gather and a Mul instead of the windows and the MatMul."""
+    column = em.node("ArgMax", [mask], "tap_column", axis=2, keepdims=0)                     # [tiles, tile]
+    source, weight = (em.node("Reshape", [t, _int(em, [-1], "flat")], "flat") for t in (
+        em.node("GatherElements", [index, column], "tap_row", axis=1), _reduce(em, "ReduceSum", weights, [2])))
+    shape = em.node("Shape", [cur], "shape")
+    source, weight = (em.node("Slice", [t, _int(em, [0], "start"), rows], "kept") for t in (source, weight))
+    if not ranked:
+        cur, rank = em.node("Reshape", [cur, _int(em, [0] * (axis + 1) + [-1], "fold")], "folded"), axis + 2
+    weight = em.node("Reshape", [weight, _int(em, [-1] + [1] * (rank - 1 - axis), "column")], "tap_weight")
+    return em.node("Mul", [em.node("Gather", [cur, _guarded(em, source, shape, axis, m)], "tap_rows", axis=axis),
+                           weight], "one_tap")
+
+
+def dense_cheaper(em: Emitter, weights: str, m: str, later: str, itemsize: int) -> str:
+    """[1] bool: the dense matrix (band_dense) costs less than the band, per value of the later axes (`later` of
+    them, [1] int64), in the cost model's terms (onnx_ops.forms.cost): tiles * tile * m multiplies against gathering
+    m + tiles * width dY values in tiles * width blocks and tiles * tile * width multiplies."""
+    dims = em.node("Cast", [em.node("Shape", [weights], "block_shape")], "block_dims", to=TensorProto.FLOAT)
+    tiles, tile, width = (em.node("Gather", [dims, _int(em, [k], "dim")], "dim") for k in range(3))
+    padded = em.node("Mul", [tiles, tile], "padded_n")
+    rows = em.node("Cast", [m], "m", to=TensorProto.FLOAT)
+    windows = em.node("Mul", [tiles, width], "window_rows")
+    ns = lambda value, what: em.const([value], what, np.float32)
+    dense = em.node("Mul", [em.node("Mul", [padded, rows], "entries"), ns(NS_PER_MAC, "ns_per_mac")], "dense_ns")
+    per_block = em.node("Div", [ns(NS_PER_BLOCK, "ns_per_block"),
+                                em.node("Cast", [later], "later", to=TensorProto.FLOAT)], "per_block")
+    band = [em.node("Mul", [em.node("Add", [rows, windows], "read"), ns(itemsize * NS_PER_BYTE * PIPELINE, "ns")],
+                    "gather_ns"),
+            em.node("Mul", [windows, per_block], "block_ns"),
+            em.node("Mul", [em.node("Mul", [padded, width], "band_entries"), ns(NS_PER_MAC, "ns_per_mac")],
+                    "band_macs")]
+    return em.node("Less", [dense, em.node("Sum", band, "band_ns")], "dense_cheaper")
+
+
+def band_dense(em: Emitter, weights: str, index: str, m: str, rows: str = "") -> str:
+    """[tiles * tile, m]: the band's weights [tiles, tile, width] in a dense matrix (each at its window's dY row;
+    the padding rows zero), or its first `rows` ([1] int64)."""
+    dims = em.node("Shape", [weights], "block_shape")
+    full = em.node("Concat", [em.node("Slice", [dims, _int(em, [0], "start"), _int(em, [2], "end")], "tiles_tile"),
+                              m], "dense_shape", axis=0)
+    some = em.node("ReduceMax", [weights], "some_weight", keepdims=0)
+    zeros = em.node("Expand", [em.node("Sub", [some, some], "zero"), full], "zeros")
+    at = em.node("Expand", [unsqueeze(em, index, 1), dims], "dy_row")
+    dense = em.node("ScatterElements", [zeros, at, weights], "dense", axis=2)
+    matrix = em.node("Reshape", [dense, em.node("Concat", [_int(em, [-1], "rows"), m], "matrix_shape", axis=0)],
+                     "matrix")
+    return em.node("Slice", [matrix, _int(em, [0], "start"), rows], "kept") if rows else matrix
 
 
 def plain_windows(em: Emitter, index: str, m: str) -> str:
@@ -182,6 +256,12 @@ def all_true(em: Emitter, cond: str) -> str:
     least = em.node("ReduceMin", [em.node("Cast", [cond], "as_int", to=TensorProto.INT32)], "least", keepdims=1)
     least = em.node("Reshape", [least, _int(em, [1], "one")], "least")
     return em.node("Equal", [least, em.const([1], "one", np.int32)], "all")
+
+
+def _guarded(em: Emitter, index: str, shape: str, axis: int, m: str) -> str:
+    """index, checked (_checked) against the length of `axis` in `shape`."""
+    return _checked(em, index, em.node("Slice", [shape, _int(em, [axis], "start"), _int(em, [axis + 1], "end")],
+                                       "length"), m)
 
 
 def _checked(em: Emitter, index: str, length: str, m: str) -> str:

@@ -97,8 +97,9 @@ class Emitter:
 
     def subgraph(self, build, inputs: Sequence[ValueInfoProto] = ()):
         """A subgraph (an If branch, a Loop body) of the nodes `build` emits; `build` returns its outputs as
-        (name, element type, rank). The constants it made become Constant nodes inside it, so every initializer of
-        the model stays used by a node of the main graph (tools that prune initializers look there only)."""
+        (name, element type, rank), rank None where the branches of an If give different ranks. The constants it
+        made become Constant nodes inside it, so every initializer of the model stays used by a node of the main
+        graph (tools that prune initializers look there only)."""
         outer, self.nodes, first_init = self.nodes, [], len(self.inits)
         try:
             outputs = build()
@@ -108,7 +109,7 @@ class Emitter:
         consts = [helper.make_node("Constant", [], [t.name], value=t) for t in self.inits[first_init:]]
         del self.inits[first_init:]
         return helper.make_graph(consts + nodes, self.name("branch"), list(inputs),
-                                 [helper.make_tensor_value_info(name, elem, [None] * rank)
+                                 [helper.make_tensor_value_info(name, elem, None if rank is None else [None] * rank)
                                   for name, elem, rank in outputs])
 
     def scale(self, src: str, factor: float) -> str:
