@@ -335,7 +335,7 @@ def test_run_time_scales_of_the_wrong_length_fail_in_onnxruntime():
 def test_dy_that_does_not_match_the_scales_fails_in_onnxruntime(scale, opset, dy_shape):
     lowered, report = lower(grad_model({"mode": "linear"}, [1, 1, "H", "W"], [1, 1, "H2", "W2"],
                                        [1, 1, scale, scale], opset=opset), semantics=INSTALLED)
-    assert report[0].forms[0].endswith("band") == (scale == 1.5 and opset == 17)
+    assert report[0].forms[0].endswith("or band") == (scale == 1.5 and opset == 17)
     with pytest.raises(Exception, match="(?i)matmul|shape|dimension"):
         run_model(lowered, {"dY": np.zeros(dy_shape, np.float32), "X": np.zeros((1, 1, 4, 4), np.float32)})
 

@@ -41,7 +41,7 @@ def test_band_form_is_onnxruntimes_forward_transposed(attrs, scale, n, m):
     jacobian = run_model(forward, {"X": np.eye(n, dtype=np.float32).reshape(n, 1, n, 1)})[0][:, 0, :, 0].T
     m = jacobian.shape[0]                                                       # (m, n): dY row o, X row i
     lowered, report = lower(grad_model(attrs, ["N", 1, "H", 1], ["N", 1, "H2", 1], scales, roi), semantics=INSTALLED)
-    assert report[0].forms == ("dynamic: Resize(comb) + band",)
+    assert report[0].forms == ("dynamic: Resize(comb) + gather (one tap), dense (cheaper) or band",)
     dy = np.zeros((m, 1, m, 1), np.float32)
     dy[np.arange(m), 0, np.arange(m), 0] = 1
     got = run_model(lowered, {"dY": dy, "X": np.zeros((m, 1, n, 1), np.float32)})[0][:, 0, :, 0]
@@ -56,7 +56,7 @@ def test_band_forms_on_two_axes_and_the_last_axis_are_the_reference_gradient():
     """5-D, three resized axes of other lengths through one model: two bands (several tiles) and a dense MatMul."""
     attrs = {"mode": "linear", "coordinate_transformation_mode": "align_corners"}
     lowered, report = lower(grad_model(attrs, ["N", 2, "D", "H", "W"], ["N", 2, "D2", "H2", "W2"]), semantics=INSTALLED)
-    assert report[0].forms == ("dynamic: Resize(comb) + band",) * 2 + \
+    assert report[0].forms == ("dynamic: Resize(comb) + gather (one tap), dense (cheaper) or band",) * 2 + \
         ("dynamic: Resize(comb) + dense (n * m <= 65536) or band",)
     sess, rng = session(lowered), np.random.default_rng(5)
     for shape, sizes in (([2, 2, 17, 40, 9], [2, 2, 35, 19, 31]), ([1, 2, 5, 33, 50], [1, 2, 11, 80, 23])):
@@ -98,7 +98,7 @@ def test_no_copy_of_dx_where_the_bands_have_no_padding_rows(batch):
 
 def test_batch_axis_that_may_be_resized_is_skipped_or_contracted_at_run_time():
     """X's and dY's batch dims are different names: the batch axis may be resized. It is contracted last, or
-    skipped (an If) where its run-time matrix is the identity; the other axes' padding goes either way."""
+    skipped (an If) where its length is unchanged (sizes: scale 1); the other axes' padding goes either way."""
     lowered, report = lower(grad_model(AC, ["N", 2, "H", "W"], ["M", 2, "H2", "W2"]), semantics=INSTALLED)
     assert report[0].axes == (0, 2, 3) and report[0].forms[0].endswith("band") and "If" in ops(lowered)
     used = {i for n in lowered.graph.node for i in n.input}                   # branches hold their own constants

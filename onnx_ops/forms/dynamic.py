@@ -277,14 +277,15 @@ def banded_axes(plan: DynamicPlan, opset: int) -> list:
 
 
 LAST_AXIS_FORM = f"dense (n * m <= {DENSE_LAST_MAX}) or band"
+BANDED_AXIS_FORM = "gather (one tap), dense (cheaper) or band"
 
 
 def axis_forms(plan: DynamicPlan, opset: int) -> tuple:
     """The form each of plan.axes takes, as the lowering report prints it."""
     if opset < BAND_MIN_OPSET:
         return ("dynamic: Resize(identity) + MatMul",) * len(plan.axes)
-    last = LAST_AXIS_FORM if plan.convert else "band"
-    return tuple("dynamic: Resize(comb) + " + (last if a == plan.rank - 1 else "band") for a, _ in plan.axes)
+    last, other = (LAST_AXIS_FORM, BANDED_AXIS_FORM) if plan.convert else ("band", "band")
+    return tuple("dynamic: Resize(comb) + " + (last if a == plan.rank - 1 else other) for a, _ in plan.axes)
 
 
 def _elem(em: Emitter) -> int:
@@ -335,7 +336,8 @@ def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, 
         product = contract_band(em, cur, converted, index, m, axis, elem)
         return _first_rows(em, unfold(em, product, shape, axis, rank), rows, axis) if final else product
     inner = _branch(em, lambda: em.node("If", [dense_cheaper(em, weights, m, _later(em, shape, axis, rank),
-                                                                np.dtype(em.acc).itemsize)], "axis_done",
+                                                                np.dtype(em.acc).itemsize, DENSE_LAST_MAX)],
+                                        "axis_done",
                                         then_branch=_branch(em, dense, elem, out_rank),
                                         else_branch=_branch(em, banded, elem, out_rank)), elem, out_rank)
     out = em.node("If", [one_tap(em, mask)], "axis_done", then_branch=_branch(em, gathered, elem, out_rank),

@@ -174,7 +174,7 @@ def unfold(em: Emitter, product: str, shape: str, axis: int, rank: int) -> str:
 
 def tap_mask(em: Emitter, weights: str) -> str:
     """The band's weights [tiles, tile, width] as 1.0 where nonzero, else 0.0."""
-    zero = em.node("Equal", [weights, em.node("Sub", [weights, weights], "zero")], "zero_weight")
+    zero = em.node("Equal", [weights, em.const(0.0, "zero", np.float32)], "zero_weight")
     return em.node("Cast", [em.node("Not", [zero], "nonzero")], "nonzero", to=TensorProto.FLOAT)
 
 
@@ -204,17 +204,19 @@ def gather_one_tap(em: Emitter, cur: str, weights: str, mask: str, index: str, m
                            weight], "one_tap")
 
 
-def dense_cheaper(em: Emitter, weights: str, m: str, later: str, itemsize: int) -> str:
-    """[1] bool: the dense matrix (band_dense) costs less than the band, per value of the later axes (`later` of
-    them, [1] int64), in the cost model's terms (onnx_ops.forms.cost): tiles * tile * m multiplies against gathering
-    m + tiles * width dY values in tiles * width blocks and tiles * tile * width multiplies."""
+def dense_cheaper(em: Emitter, weights: str, m: str, later: str, itemsize: int, most: int) -> str:
+    """[1] bool: the dense matrix (band_dense) has at most `most` entries and costs less than the band, per value of
+    the later axes (`later` of them, [1] int64), in the cost model's terms (onnx_ops.forms.cost): tiles * tile * m
+    multiplies against gathering m + tiles * width dY values in tiles * width blocks and tiles * tile * width
+    multiplies."""
     dims = em.node("Cast", [em.node("Shape", [weights], "block_shape")], "block_dims", to=TensorProto.FLOAT)
     tiles, tile, width = (em.node("Gather", [dims, _int(em, [k], "dim")], "dim") for k in range(3))
     padded = em.node("Mul", [tiles, tile], "padded_n")
     rows = em.node("Cast", [m], "m", to=TensorProto.FLOAT)
     windows = em.node("Mul", [tiles, width], "window_rows")
     ns = lambda value, what: em.const([value], what, np.float32)
-    dense = em.node("Mul", [em.node("Mul", [padded, rows], "entries"), ns(NS_PER_MAC, "ns_per_mac")], "dense_ns")
+    entries = em.node("Mul", [padded, rows], "entries")
+    dense = em.node("Mul", [entries, ns(NS_PER_MAC, "ns_per_mac")], "dense_ns")
     per_block = em.node("Div", [ns(NS_PER_BLOCK, "ns_per_block"),
                                 em.node("Cast", [later], "later", to=TensorProto.FLOAT)], "per_block")
     band = [em.node("Mul", [em.node("Add", [rows, windows], "read"), ns(itemsize * NS_PER_BYTE * PIPELINE, "ns")],
@@ -222,7 +224,9 @@ def dense_cheaper(em: Emitter, weights: str, m: str, later: str, itemsize: int) 
             em.node("Mul", [windows, per_block], "block_ns"),
             em.node("Mul", [em.node("Mul", [padded, width], "band_entries"), ns(NS_PER_MAC, "ns_per_mac")],
                     "band_macs")]
-    return em.node("Less", [dense, em.node("Sum", band, "band_ns")], "dense_cheaper")
+    small = em.node("LessOrEqual", [entries, ns(float(most), "most")], "small")
+    return em.node("And", [small, em.node("Less", [dense, em.node("Sum", band, "band_ns")], "cheaper")],
+                   "dense_cheaper")
 
 
 def band_dense(em: Emitter, weights: str, index: str, m: str, rows: str = "") -> str:
