@@ -259,3 +259,19 @@ def test_a_batch_axis_of_unchanged_length_is_skipped_only_where_onnxruntime_copi
                                    rtol=1e-5, atol=1e-5, err_msg=str(scales))
         np.testing.assert_allclose(sized.run(None, feeds)[0], reference(attrs, shape, dy, sizes=sizes), rtol=1e-5,
                                    atol=1e-5, err_msg=str(sizes))
+
+
+@pytest.mark.parametrize("scale", [0.375, 1.7])
+def test_constant_scales_decide_the_order_when_lowering(scale):
+    """Constant scales tell whether H grows in dX (all below 1) or not: the order is fixed when lowering, no If
+    holds both orders, and the last axis's MatMul runs on dY's rows where H grows, on X's where it shrinks."""
+    attrs, scales = {"mode": "linear"}, [1, 1, scale, scale]
+    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], ["N", 2, "H2", "W2"], scales), semantics=INSTALLED)
+    assert "Greater" not in ops(lowered)
+    shape = [2, 2, 40, 24]
+    sizes = out_shape(attrs, shape, scales)
+    dy = np.random.default_rng(8).standard_normal(sizes).astype(np.float32)
+    got, matmuls = _matmul_inputs(lowered, {"dY": dy, "X": np.zeros(shape, np.float32)})
+    np.testing.assert_allclose(got, reference(attrs, shape, dy, scales), rtol=1e-5, atol=1e-5)
+    last = [mm for mm in matmuls if mm[1] == [sizes[3], shape[3]]]
+    assert last and last[0][0][2] == (sizes[2] if scale < 1 else shape[2]), matmuls

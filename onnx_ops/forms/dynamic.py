@@ -11,7 +11,8 @@ row reads one dY row (downsampling), the dense matrix where the cost model finds
 the band (one batched MatMul). The last axis, where a Gather would move single values, takes the shared band
 where the map is periodic, one MatMul with the dense matrix where it is small (n * m <= DENSE_LAST_MAX), else the
 band between two Transposes. The banded axes from 2 up and the last axis go in the order that keeps the data
-small (an If: the last axis first where the banded axes grow in dX), then axes 0 and 1, which are seldom
+small (the last axis first where the banded axes grow in dX: known when lowering from constant scales, else an
+If), then axes 0 and 1, which are seldom
 resized: an If skips them where their taps are the identity (a symbolic batch that keeps its size; every If
 needs dY's type known). The bands' padding rows are sliced off dX at the end (a copy of dX), except where an If
 finds none. Each If branch ends in a node that computes (onnxruntime copies a Reshape that writes a branch's
@@ -65,6 +66,7 @@ class DynamicPlan:
     # onnxruntime's 4-D NHWC cubic kernel copies same-length axes (conventions.onnx.nhwc_cubic): "" never,
     # "always" when the constant scales select that kernel, "run time" when the scales decide it at run time
     nhwc_cubic: str = ""
+    scale_of: tuple = ()   # the constant scale of each of `axes` (float32 values), () where the scales are run-time
 
     @property
     def probe_attrs(self) -> dict:
@@ -110,13 +112,13 @@ def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     identity = [_same_length(em, *lengths[a]) if kept else is_identity(em, taps[a]) for a in late]
     cond = identity[0] if len(identity) == 1 else em.node("And", identity, "identity")
 
-    def resized():
+    def resized():      # the band alone on the banded axes: a rare branch, kept small (each If costs at start-up)
         out = dy
         for a in early:
-            out = _banded(em, plan, out, taps[a], a, bands[a])
+            out = _banded(em, plan, out, taps[a], a, bands[a], choose=False)
         out = _last_axis(em, plan, out, taps[last], bands[last]) if last in taps else out
         for a in late:
-            out = _banded(em, plan, out, taps[a]() if callable(taps[a]) else taps[a], a)
+            out = _banded(em, plan, out, taps[a]() if callable(taps[a]) else taps[a], a, choose=False)
         return _unpadded(em, out, sx, banded)
     keep = _branch(em, lambda: _ordered(em, plan, dy, taps, bands, sx, early), _elem(em), plan.rank)
     return em.node("If", [cond], "axes_done", then_branch=keep, else_branch=_branch(em, resized, _elem(em), plan.rank))
@@ -194,8 +196,9 @@ def _reused(em: Emitter, taps: RunTaps, band: tuple, own: tuple, scale_before: s
 
 def _ordered(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, sx: str, early: list) -> str:
     """The banded axes and the last one contracted, in the order that keeps the data small: the last axis first
-    where the banded axes grow in dX (an If on n > m over their product: downsampling, whose last-axis MatMul then
-    runs on dY's fewer rows), else the banded axes first."""
+    where the banded axes grow in dX (downsampling, whose last-axis MatMul then runs on dY's fewer rows), else the
+    banded axes first; decided when lowering where the constant scales tell (_known_growth), else by an If on
+    n > m over their product."""
     last = plan.rank - 1
 
     def banded_first() -> str:
@@ -205,11 +208,25 @@ def _ordered(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, s
         return _last_unpadded(em, plan, cur, taps.get(last), bands.get(last), sx, early)
     if last not in taps or not early or not plan.convert:
         return banded_first()
+    known = _known_growth(plan, early)
+    if known is not None:
+        return _last_first(em, plan, dy, taps, bands, sx, early) if known else banded_first()
     grows = em.node("Greater", [_product(em, [taps[a].n for a in early]), _product(em, [taps[a].m for a in early])],
                     "grows")
     return em.node("If", [grows], "ordered", then_branch=_branch(
         em, lambda: _last_first(em, plan, dy, taps, bands, sx, early), _elem(em), plan.rank),
         else_branch=_branch(em, banded_first, _elem(em), plan.rank))
+
+
+def _known_growth(plan: DynamicPlan, early: list) -> bool | None:
+    """Whether the banded axes grow in dX, where the constant scales decide it when lowering: every scale below 1
+    (m = floor(n * s) < n) or every one at least 1 (m >= n); None where the scales are run-time input, mixed, or
+    tf_crop_and_resize's roi enters the output's length."""
+    if not plan.scale_of or plan.attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
+        return None
+    scale = dict(zip((a for a, _ in plan.axes), plan.scale_of))
+    below = [scale[a] < 1 for a in early]
+    return True if all(below) else False if not any(below) else None
 
 
 def _last_first(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, sx: str, early: list) -> str:
@@ -304,19 +321,20 @@ def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, n: str, m: s
 
 
 def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, band: tuple = (),
-            final: bool = False) -> str:
+            final: bool = False, choose: bool = True) -> str:
     """cur's `axis` (not the last) contracted by the band's taps (`band`, else band_plan's) into n rows, or where
     the band is taken and not `final`, tiles * tile (n and the padding, which the caller drops). Where dY's type
-    is known, an If takes the one-tap Gather (one_tap), the dense matrix (dense_cheaper) or the band. Each
-    branch's last node computes: onnxruntime copies a Reshape that writes a branch's output, so the branches give
+    is known and `choose`, an If takes the one-tap Gather (one_tap), the dense matrix (dense_cheaper) or the band.
+    Each branch's last node computes: onnxruntime copies a Reshape that writes a branch's output, so the branches give
     their product with the later axes flattened (R of them: [..., rows, R], the band's [..., tiles, tile, R]) and
     the view back to cur's rank is outside the If; a `final` branch writes its n rows in cur's rank itself (a view
     only where the dense matrix contracts an axis before the last two)."""
     weights, index, m = band or band_plan(em, taps)
     converted = _converted(em, plan, weights, cur)
     rank, shape, rows = plan.rank, em.node("Shape", [cur], "shape"), taps.n if final else ""
-    if not plan.convert:
-        out = unfold(em, contract_band(em, cur, converted, index, m, axis), shape, axis, rank)
+    if not plan.convert or not choose:
+        product = contract_band(em, cur, converted, index, m, axis, _elem(em) if plan.convert else None)
+        out = unfold(em, product, shape, axis, rank)
         return _first_rows(em, out, rows, axis) if final else out
     # the branches' ranks differ where not final (the view back is outside the If)
     mask, elem, out_rank = tap_mask(em, weights), _elem(em), rank if final else None
@@ -436,13 +454,13 @@ def _first_tile_t(em: Emitter, first: str) -> str:
 
 
 def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple = (), final: bool = True) -> str:
-    """The last axis by the band form: moved to the front, contracted into its n rows, moved back (a 1 before it
-    where not `final`)."""
+    """The last axis by the band form (a long axis: n * m > DENSE_LAST_MAX, no dense matrix), moved to the front,
+    contracted into its n rows, moved back (a 1 before it where not `final`)."""
     rank = plan.rank
     if rank == 1:
-        return _banded(em, plan, cur, taps, 0, band, final=True)
+        return _banded(em, plan, cur, taps, 0, band, final=True, choose=False)
     cur = em.node("Transpose", [cur], "axis_first", perm=[rank - 1] + list(range(rank - 1)))
-    out = _banded(em, plan, cur, taps, 0, band, final=True)
+    out = _banded(em, plan, cur, taps, 0, band, final=True, choose=False)
     if final:
         return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0])
     return em.node("Transpose", [unsqueeze(em, out, rank)], "axis_last", perm=list(range(1, rank)) + [rank, 0])
