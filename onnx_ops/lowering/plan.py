@@ -329,7 +329,7 @@ def _plan(where, attrs, rank, axes, kinds, scales, scales_name, roi_name, elem, 
     # onnxruntime copies when the whole shape is unchanged: an axis with a scale in (1, 2) may keep its size
     # while another changes, and must then be resampled (sizes give scale 1 exactly to unchanged axes)
     stretch = bool(scales_name) and (scales is None or any(1 < np.float32(scales[pos]) < 2 for _, pos in moved))
-    scale_of = tuple(float(np.float32(scales[pos])) for _, pos in moved) if scales is not None else ()
+    scale_of = tuple(float(np.float32(scales[pos])) for _, pos in moved) if scales_name and scales is not None else ()
     return DynamicPlan(rank, tuple(moved), attrs, scales_name, roi_name, len(axes), stretch, elem is not None,
                        _nhwc_cubic(attrs, rank, axes, scales, bool(scales_name)), scale_of)
 
