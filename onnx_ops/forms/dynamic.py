@@ -12,12 +12,11 @@ the band (one batched MatMul). The last axis, where a Gather would move single v
 where the map is periodic, one MatMul with the dense matrix where it is small (n * m <= DENSE_LAST_MAX), else the
 band between two Transposes. The banded axes from 2 up and the last axis go in the order that keeps the data
 small (the last axis first where the banded axes grow in dX: known when lowering from constant scales, else an
-If), then axes 0 and 1, which are seldom
-resized: an If skips them where their taps are the identity (a symbolic batch that keeps its size; every If
-needs dY's type known). The bands' padding rows are sliced off dX at the end (a copy of dX), except where an If
-finds none. Each If branch ends in a node that computes (onnxruntime copies a Reshape that writes a branch's
-output): views back to a tensor's rank are outside the Ifs. An outer If returns zeros for a dY with an empty
-axis, where the probes and reshapes would fail.
+If), then axes 0 and 1, which are seldom resized: an If skips them where they are copied (a symbolic batch that
+keeps its size; every If needs dY's type known). The bands' padding rows are sliced off dX at the end (a copy
+of dX), except where an If finds none. Each If branch ends in a node that computes (onnxruntime copies a Reshape
+that writes a branch's output): views back to a tensor's rank are outside the Ifs. An outer If returns zeros for
+a dY with an empty axis, where the probes and reshapes would fail.
 
 Before opset 12 (no Unique, Range or int64 Min / Max in the schemas the model imports), the path resizes the
 identity matrix I(n), viewed as [n, 1, 1, n], which gives the n x m weight matrix R, and contracts each axis with
@@ -42,7 +41,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from .dynamic_band import (BAND_MIN_OPSET, all_true, band_dense, band_entries, band_plan, contract_band, dense_cheaper,
-                           gather_one_tap, one_tap, plain_windows, scatter_flat, tap_mask, unfold)
+                           fold, gather_one_tap, one_tap, plain_windows, scatter_flat, tap_mask, unfold)
 from .dynamic_taps import (RunTaps, axis_taps, dy_rows, identity_where, is_identity, period, probe_entries,
                            unsqueeze)
 from .emitter import Emitter
@@ -344,11 +343,9 @@ def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, 
 
     def dense() -> str:
         matrix = band_dense(em, converted, index, m, taps.n)
-        if final and axis == rank - 2:
-            return em.node("MatMul", [matrix, cur], "dense")
-        folded = em.node("Reshape", [cur, em.const([0] * (axis + 1) + [-1], "fold", np.int64)], "folded")
-        product = em.node("MatMul", [matrix, folded], "dense")                   # [..., rows, R]
-        return unfold(em, product, shape, axis, rank) if final else product
+        if final:
+            return _contract(em, cur, matrix, axis, rank)
+        return em.node("MatMul", [matrix, fold(em, cur, axis)], "dense")           # [..., rows, R]
 
     def banded() -> str:
         product = contract_band(em, cur, converted, index, m, axis, elem)
@@ -586,8 +583,7 @@ def _contract(em: Emitter, cur: str, matrix: str, axis: int, rank: int) -> str:
     if axis == rank - 2:
         return em.node("MatMul", [matrix, cur], "contracted")
     shape = em.node("Shape", [cur], "shape")
-    folded = em.node("Reshape", [cur, em.const([0] * (axis + 1) + [-1], "fold", np.int64)], "folded")
-    product = em.node("MatMul", [matrix, folded], "contracted")
+    product = em.node("MatMul", [matrix, fold(em, cur, axis)], "contracted")
     back = em.node("Concat", [_slice(em, shape, 0, axis), em.const([-1], "minus_one", np.int64),
                               _slice(em, shape, axis + 1, rank)], "unfold", axis=0)
     return em.node("Reshape", [product, back], "unfolded")

@@ -163,6 +163,11 @@ def contract_band(em: Emitter, cur: str, weights: str, index: str, m: str, axis:
     return em.node("If", [plain_windows(em, index, m)], "band", then_branch=viewed, else_branch=gathered)
 
 
+def fold(em: Emitter, cur: str, axis: int) -> str:
+    """cur viewed with the axes after `axis` flattened into one (a Reshape)."""
+    return em.node("Reshape", [cur, _int(em, [0] * (axis + 1) + [-1], "fold")], "folded")
+
+
 def unfold(em: Emitter, product: str, shape: str, axis: int, rank: int) -> str:
     """A contraction's `product` ([..., rows of `axis`, ...] with the later axes flattened or not) viewed with the
     later axes of `shape` (cur's shape): a Reshape, free where a node of the same graph reads it (onnxruntime
@@ -198,7 +203,7 @@ def gather_one_tap(em: Emitter, cur: str, weights: str, mask: str, index: str, m
     shape = em.node("Shape", [cur], "shape")
     source, weight = (em.node("Slice", [t, _int(em, [0], "start"), rows], "kept") for t in (source, weight))
     if not ranked:
-        cur, rank = em.node("Reshape", [cur, _int(em, [0] * (axis + 1) + [-1], "fold")], "folded"), axis + 2
+        cur, rank = fold(em, cur, axis), axis + 2
     weight = em.node("Reshape", [weight, _int(em, [-1] + [1] * (rank - 1 - axis), "column")], "tap_weight")
     return em.node("Mul", [em.node("Gather", [cur, _guarded(em, source, shape, axis, m)], "tap_rows", axis=axis),
                            weight], "one_tap")
