@@ -275,3 +275,29 @@ def test_constant_scales_decide_the_order_when_lowering(scale):
     np.testing.assert_allclose(got, reference(attrs, shape, dy, scales), rtol=1e-5, atol=1e-5)
     last = [mm for mm in matmuls if mm[1] == [sizes[3], shape[3]]]
     assert last and last[0][0][2] == (sizes[2] if scale < 1 else shape[2]), matmuls
+
+
+PLANNED = [  # (attrs, scales or None, X's spatial dims, dY's (sizes), Unique nodes run: one_tap's 1, a band's 2)
+    ({"mode": "linear"}, None, (40, 40), (15, 15), 1),          # one tap per X row (one_tap's Unique), dense last
+    ({"mode": "linear"}, [1, 1, 2, 2], (20, 24), None, 0),      # growing, short: dense on both, no test, no band
+    ({"mode": "nearest"}, None, (64, 64), (96, 96), 2),        # growing: no test; one band shared by H and W
+    (AC, None, (60, 12), (119, 23), 2),                          # H's band; W: one tile, dense
+    (AC, None, (60, 23), (45, 12), 3),                           # shrinking by < 2: the test (false), H's band
+]
+
+
+@pytest.mark.parametrize("attrs,scales,x_hw,dy_hw,uniques", PLANNED)
+def test_the_band_is_planned_once_and_only_where_a_branch_may_take_it(attrs, scales, x_hw, dy_hw, uniques):
+    """Each axis's run-time choices are computed once, outside the Ifs that contract it, and the band's plan (two
+    Unique nodes) runs only where a branch may take it: not on a one-tap or a short axis (dense), once for a square
+    whose H and W share it; the one-tap test (one Unique) runs only where the axis shrinks (m <= n: more dY rows
+    than X rows put two taps on some X row) and no constant scale above 1 rules it out.
+    The gradient is the reference's either way."""
+    lowered, _ = lower(grad_model(attrs, ["N", 2, "H", "W"], ["N", 2, "H2", "W2"], scales), semantics=INSTALLED)
+    shape = [2, 2, *x_hw]
+    sizes = out_shape(attrs, shape, scales) if scales else [2, 2, *dy_hw]
+    dy = np.random.default_rng(9).standard_normal(sizes).astype(np.float32)
+    got, ran = _matmul_inputs(lowered, {"dY": dy, "X": np.zeros(shape, np.float32)}, "Unique")
+    want = reference(attrs, shape, dy, scales) if scales else reference(attrs, shape, dy, sizes=sizes)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert len(ran) == uniques, ran

@@ -29,9 +29,10 @@ then also stretches its size-1 axis to h = 2 (value-exact for every mode but pla
 weights sum to 1 within a float32 rounding).
 
 Cost per row: O(window) on banded axes, O(m) on a small last axis. The taps cost O((n + m) * P) per run, their
-band plan O(m * P log(m * P) + n * width). An inf or NaN in dY reaches the dX rows whose window holds it on a
-banded axis (on a one-tap one, the rows reading it and those with no tap whose window starts there), the whole dX
-line on a dense axis (0 x inf).
+band plan O(m * P log(m * P) + n * width), run only where a branch may take the band (_choices: each axis's flags
+are computed once, outside the Ifs that contract it). An inf or NaN in dY reaches the dX rows whose window holds it
+on a banded axis (on a one-tap one, the rows reading it, and where dY row 0 holds it, those with no tap), the whole
+dX line on a dense axis (0 x inf).
 """
 from __future__ import annotations
 
@@ -40,10 +41,9 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto, helper
 
-from .dynamic_band import (BAND_MIN_OPSET, all_true, band_dense, band_entries, band_plan, contract_band, dense_cheaper,
-                           fold, gather_one_tap, one_tap, plain_windows, scatter_flat, tap_mask, unfold)
-from .dynamic_taps import (RunTaps, axis_taps, dy_rows, identity_where, is_identity, period, probe_entries,
-                           unsqueeze)
+from .dynamic_band import (BAND_MIN_OPSET, all_true, band_entries, band_plan, band_possible, contract_band, dense_terms,
+                           dense_wins, fold, gather_one_tap, one_tap, plain_windows, taps_matrix, tiles_of, unfold)
+from .dynamic_taps import RunTaps, axis_taps, identity_where, is_identity, period, probe_entries, unsqueeze
 from .emitter import Emitter
 
 DENSE_LAST_MAX = 2 ** 16   # n * m up to which the last axis takes one dense MatMul (a 256 KB matrix)
@@ -71,6 +71,17 @@ class DynamicPlan:
     def probe_attrs(self) -> dict:
         """The node attributes the probe Resize copies (mode, coordinate transformation, rounding, cubic, antialias)."""
         return {k: v for k, v in self.attrs.items() if k in PROBE_ATTRS}
+
+
+@dataclass(frozen=True)
+class AxisChoice:
+    """One axis's run-time choices, computed once, outside the Ifs that contract it: the flags its branches test
+    and its band, planned only where a branch may take it (else empty tensors)."""
+    weights: str          # the band's weights [tiles, tile, width] (band_plan)
+    index: str            # its windows [tiles, width]
+    shared: str = ""      # the last axis: [1] bool, the shared band applies (_planned)
+    one: str = ""         # a banded axis: [1] bool, one tap per X row (one_tap)
+    terms: tuple = ()     # a banded axis: dense_terms
 
 
 def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
@@ -101,10 +112,10 @@ def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     late = [a for a in banded if a < 2] if plan.convert else []
     early = [a for a in banded if a not in late]
     kept = _kept_where_same_length(plan)
-    taps, bands, lengths = _taps_and_bands(em, plan, sx, sdy, scales, h,
-                                           [a for a in early + [last] if a not in late], late if kept else [])
+    taps, lengths, same = _all_taps(em, plan, sx, sdy, scales, h, late, kept)
+    choices = _choices(em, plan, taps, early, same) if plan.convert else {}
     if not late:
-        return _ordered(em, plan, dy, taps, bands, sx, early)
+        return _ordered(em, plan, dy, taps, choices, sx, early)
     # batch and channels (axes 0, 1) are seldom resized: last, where the data is smallest, and skipped when
     # they are copied (an If): where their length is unchanged and their scale 1 (_kept_where_same_length), else
     # where their run-time taps are the identity
@@ -114,42 +125,40 @@ def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     def resized():      # the band alone on the banded axes: a rare branch, kept small (each If costs at start-up)
         out = dy
         for a in early:
-            out = _banded(em, plan, out, taps[a], a, bands[a], choose=False)
-        out = _last_axis(em, plan, out, taps[last], bands[last]) if last in taps else out
+            out = _banded(em, plan, out, taps[a], a)
+        out = _last_axis(em, plan, out, taps[last], choices.get(last)) if last in taps else out
         for a in late:
-            out = _banded(em, plan, out, taps[a]() if callable(taps[a]) else taps[a], a, choose=False)
+            out = _banded(em, plan, out, taps[a]() if callable(taps[a]) else taps[a], a)
         return _unpadded(em, out, sx, banded)
-    keep = _branch(em, lambda: _ordered(em, plan, dy, taps, bands, sx, early), _elem(em), plan.rank)
+    keep = _branch(em, lambda: _ordered(em, plan, dy, taps, choices, sx, early), _elem(em), plan.rank)
     return em.node("If", [cond], "axes_done", then_branch=keep, else_branch=_branch(em, resized, _elem(em), plan.rank))
 
 
-def _taps_and_bands(em: Emitter, plan: DynamicPlan, sx: str, sdy: str, scales: str, h: str, planned: list,
-                    lazy: list) -> tuple:
-    """({axis: RunTaps} of every axis the node may resize, {axis: band_plan} of the `planned` ones, {axis: (n, m,
-    scale)}). A `lazy` axis's taps are a function that emits them where it is called (inside an If branch). An axis
-    of the same lengths and scale as the planned axis before it (a square image) reuses that axis's taps and band
-    (an If): the taps depend on nothing else (the node's attributes are the same for every axis; not for an roi or
-    onnxruntime's NHWC cubic kernel, which are computed per axis)."""
+def _all_taps(em: Emitter, plan: DynamicPlan, sx: str, sdy: str, scales: str, h: str, late: list, lazy: bool) -> tuple:
+    """({axis: RunTaps} of every axis the node may resize, {axis: (n, m, scale)}, {axis: [1] bool where it reuses
+    the axis before's taps}). The `late` axes' taps are their own, and where `lazy`, a function that emits them
+    where it is called (inside an If branch). An axis of the same lengths and scale as the axis before it (a square
+    image) reuses that axis's taps (an If): the taps depend on nothing else (the node's attributes are the same for
+    every axis; not for an roi or onnxruntime's NHWC cubic kernel, which are computed per axis)."""
     taps: dict = {}
-    bands: dict = {}
     lengths: dict = {}
+    same: dict = {}
     before = None
     for a, pos in plan.axes:
         n, m = (em.node("Gather", [s, em.const([a], "axis", np.int64)], "length") for s in (sx, sdy))
         scale = _slice(em, scales, pos, pos + 1) if plan.scales else ""
         lengths[a] = (n, m, scale)
 
-        def computed(a=a, pos=pos, n=n, m=m, scale=scale) -> tuple:
-            own = _axis_taps(em, plan, a, pos, n, m, scale, scales, h)
-            return (own, band_plan(em, own)) if a in planned else (own, None)
-        if a in lazy:
-            taps[a] = lambda computed=computed: computed()[0]
-        elif a not in planned or before is None or plan.roi or plan.nhwc_cubic or not plan.convert:
-            taps[a], bands[a] = computed()
+        def computed(a=a, pos=pos, n=n, m=m, scale=scale) -> RunTaps:
+            return _axis_taps(em, plan, a, pos, n, m, scale, scales, h)
+        if a in late:
+            taps[a] = computed if lazy else computed()
+        elif before is None or plan.roi or plan.nhwc_cubic or not plan.convert:
+            taps[a] = computed()
         else:
-            taps[a], bands[a] = _reused(em, taps[before], bands[before], lengths[a], lengths[before][2], computed)
-        before = a if a in planned else before
-    return taps, bands, lengths
+            taps[a], same[a] = _reused(em, taps[before], lengths[a], lengths[before][2], computed)
+        before = before if a in late else a
+    return taps, lengths, same
 
 
 def _kept_where_same_length(plan: DynamicPlan) -> bool:
@@ -170,30 +179,164 @@ def _same_length(em: Emitter, n: str, m: str, scale: str) -> str:
     return em.node("And", [same, em.node("Equal", [scale, em.const([1.0], "one", np.float32)], "unit")], "kept")
 
 
-def _reused(em: Emitter, taps: RunTaps, band: tuple, own: tuple, scale_before: str, computed) -> tuple:
-    """(RunTaps, band) of an axis of lengths and scale `own` (n, m, scale): an If returns `taps` and `band` (the
-    axis before's, of scale `scale_before`) where it has the same lengths and scale, else `computed()`'s."""
+def _reused(em: Emitter, taps: RunTaps, own: tuple, scale_before: str, computed) -> tuple:
+    """(RunTaps, [1] bool same) of an axis of lengths and scale `own` (n, m, scale): an If returns `taps` (the axis
+    before's, of scale `scale_before`) where it has the same lengths and scale, else `computed()`'s."""
     n, m, scale = own
     same = em.node("And", [em.node("Equal", [n, taps.n], "same_n"), em.node("Equal", [m, taps.m], "same_m")], "same")
     if scale:
         same = em.node("And", [same, em.node("Equal", [scale, scale_before], "same_scale")], "same")
-    kinds = (TensorProto.INT64, TensorProto.FLOAT, TensorProto.BOOL, TensorProto.FLOAT, TensorProto.INT64)
-    ranks = (2, 2, 2, 3, 2)
+    kinds = (TensorProto.INT64, TensorProto.FLOAT, TensorProto.BOOL)
 
     def outputs(tensors) -> list:
-        return list(zip(tensors, kinds, ranks))
+        return [(t, kind, 2) for t, kind in zip(tensors, kinds)]
 
     def fresh() -> list:
-        new, new_band = computed()
-        return outputs([new.index, new.weight, new.used, new_band[0], new_band[1]])
-    shared = em.subgraph(lambda: outputs([em.node("Identity", [t], "shared") for t in (
-        taps.index, taps.weight, taps.used, band[0], band[1])]))
+        new = computed()
+        return outputs([new.index, new.weight, new.used])
+    shared = em.subgraph(lambda: outputs([em.node("Identity", [t], "shared") for t in (taps.index, taps.weight,
+                                                                                       taps.used)]))
     names = [em.name("tap") for _ in kinds]
     em.nodes.append(helper.make_node("If", [same], names, then_branch=shared, else_branch=em.subgraph(fresh)))
-    return RunTaps(names[0], names[1], names[2], n, m), (names[3], names[4], m)
+    return RunTaps(names[0], names[1], names[2], n, m), same
 
 
-def _ordered(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, sx: str, early: list) -> str:
+def _choices(em: Emitter, plan: DynamicPlan, taps: dict, early: list, same: dict) -> dict:
+    """{axis: AxisChoice} of the banded axes (`early`) and the last one: each banded axis's one_tap and dense_terms,
+    the last axis's band where the shared band may apply (_fits_tiles) or the axis is too long for the dense matrix,
+    a banded axis's where the band may be taken (band_possible). An axis that reuses the axis before's taps (`same`)
+    reuses its band too: that band is planned where either needs it."""
+    last = plan.rank - 1
+    axes = early + ([last] if last in taps else [])
+    itemsize = np.dtype(em.acc).itemsize
+    one = {a: _maybe_one_tap(em, taps[a]) for a in early if not _grows(plan, a)}
+    need, terms = {}, {}
+    for a in early:
+        computed = lambda a=a: dense_terms(em, taps[a], DENSE_LAST_MAX, itemsize)     # noqa: E731
+        if a in one:
+            need[a], *rest = _several_taps(em, one[a], computed)
+            terms[a] = tuple(rest)
+        else:
+            terms[a] = computed()
+            need[a] = band_possible(em, terms[a])
+    fits: dict = {}                                # where the shared band's test runs on this axis's band
+    if last in taps:
+        t = taps[last]
+        entries = em.node("Mul", [t.n, t.m], "entries")
+        large = em.node("Less", [em.const([DENSE_LAST_MAX], "dense_max", np.int64), entries], "large")
+        fits[last] = _fits_tiles(em, t)
+        need[last] = em.node("Or", [fits[last], large], "band_needed")
+    group: dict = {}
+    for i in reversed(range(len(axes))):          # a band reused by the next axis is planned where it needs it too
+        a, following = axes[i], axes[i + 1] if i + 1 < len(axes) else None
+        if following not in same:
+            group[a] = need[a]
+            continue
+        group[a] = em.node("Or", [need[a], em.node("And", [same[following], group[following]], "reused_needs")],
+                           "band_needed")
+        if following in fits:
+            fits[a] = em.node("And", [same[following], fits[following]], "reused_fits")
+    bands: dict = {}
+    for i, a in enumerate(axes):
+        plan_it = lambda a=a: _planned(em, taps[a], group[a], fits.get(a, ""))   # noqa: E731
+        bands[a] = plan_it() if a not in same else _passed(em, same[a], bands[axes[i - 1]], plan_it)
+    return {a: AxisChoice(bands[a][1], bands[a][2], bands[a][0] if a == last else "", one.get(a, ""),
+                          terms.get(a, ())) for a in axes}
+
+
+def _grows(plan: DynamicPlan, axis: int) -> bool:
+    """True where the axis's constant scale is above 1: its X rows read several dY rows (or one, n = m = 1), so the
+    one-tap Gather is not tried at run time."""
+    scale = dict(zip((a for a, _ in plan.axes), plan.scale_of))
+    return scale.get(axis, 0.0) > 1
+
+
+def _maybe_one_tap(em: Emitter, taps: RunTaps) -> str:
+    """[1] bool one_tap, tested where m <= n: more dY rows than X rows put two taps on some X row."""
+    no = lambda: em.node("Identity", [em.const([False], "no", np.bool_)], "no")     # noqa: E731
+    return em.node("If", [em.node("LessOrEqual", [taps.m, taps.n], "shrinks")], "one_tap",
+                   then_branch=_branch(em, lambda: one_tap(em, taps), TensorProto.BOOL, 1),
+                   else_branch=_branch(em, no, TensorProto.BOOL, 1))
+
+
+def _several_taps(em: Emitter, one: str, terms) -> list:
+    """[band_possible, *dense_terms] of a banded axis, computed where it reads several taps per X row (an If on
+    `one`, one_tap's): a one-tap axis takes the Gather and needs neither (false, and zeros)."""
+    kinds = (TensorProto.BOOL, TensorProto.BOOL, TensorProto.FLOAT, TensorProto.FLOAT)
+
+    def several() -> list:
+        computed = terms()
+        return list(zip([band_possible(em, computed), *computed], kinds, (1,) * 4))
+
+    def single() -> list:
+        no, zero = em.const([False], "no", np.bool_), em.const([0.0], "zero", np.float32)
+        return list(zip([em.node("Identity", [v], "none") for v in (no, no, zero, zero)], kinds, (1,) * 4))
+    names = [em.name(what) for what in ("band_possible", "small", "saved", "blocks")]
+    em.nodes.append(helper.make_node("If", [one], names, then_branch=em.subgraph(single),
+                                     else_branch=em.subgraph(several)))
+    return names
+
+
+def _fits_tiles(em: Emitter, taps: RunTaps) -> str:
+    """[1] bool: the lengths allow a shared band of several tiles (_planned): the tiles (tiles_of) divide n (tiles *
+    tile = n) and m (the windows cover m rows). One tile is the dense matrix (the same MatMul)."""
+    tiles = tiles_of(em, taps.n)
+    left = em.node("ReduceMax", [em.node("Mod", [em.node("Concat", [taps.n, taps.m], "lengths", axis=0), tiles],
+                                         "left")], "left", keepdims=1)
+    whole = em.node("Equal", [left, em.const([0], "zero", np.int64)], "whole")
+    return em.node("And", [whole, em.node("Less", [em.const([1], "one", np.int64), tiles], "tiled")], "fits")
+
+
+BAND_OUTPUTS = ((TensorProto.BOOL, 1), (TensorProto.FLOAT, 3), (TensorProto.INT64, 2))   # shared, weights, index
+
+
+def _planned(em: Emitter, taps: RunTaps, cond: str, fits: str) -> tuple:
+    """(shared, weights, index): an If plans the band where `cond` holds, and where the last axis may read it and
+    `fits` (_fits_tiles) holds, tests whether its windows read dY's rows in order, each once, every tile has tile 0's
+    weights and the tiles hold n rows exactly (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...); elsewhere
+    false and empty tensors."""
+    not_shared = lambda: em.node("Identity", [em.const([False], "not_shared", np.bool_)], "shared")   # noqa: E731
+
+    def planned() -> list:
+        weights, index, m = band_plan(em, taps)
+
+        def periodic() -> str:
+            dims = em.node("Shape", [weights], "block_shape")
+            rows = em.node("ReduceProd", [em.node("Slice", [dims, em.const([0], "start", np.int64),
+                                                            em.const([2], "end", np.int64)], "tiles")], "rows",
+                           keepdims=1)
+            same = all_true(em, em.node("Equal", [weights, _first_tile(em, weights)], "same_weights"))
+            exact = em.node("And", [same, em.node("Equal", [rows, taps.n], "exact_rows")], "exact")
+            return em.node("And", [plain_windows(em, index, m), exact], "shared")
+        shared = em.node("If", [fits], "shared", then_branch=_branch(em, periodic, TensorProto.BOOL, 1),
+                         else_branch=_branch(em, not_shared, TensorProto.BOOL, 1)) if fits else not_shared()
+        return _band_outputs(shared, weights, index)
+
+    def unplanned() -> list:
+        return _band_outputs(not_shared(),
+                             em.node("Identity", [em.const(np.zeros((0, 0, 0)), "no_weights", np.float32)], "weights"),
+                             em.node("Identity", [em.const(np.zeros((0, 0)), "no_index", np.int64)], "index"))
+    names = [em.name(what) for what in ("shared", "weights", "index")]
+    em.nodes.append(helper.make_node("If", [cond], names, then_branch=em.subgraph(planned),
+                                     else_branch=em.subgraph(unplanned)))
+    return tuple(names)
+
+
+def _passed(em: Emitter, same: str, band: tuple, planned) -> tuple:
+    """The axis before's band (shared, weights, index) where `same`, else `planned()`'s (an If)."""
+    names = [em.name(what) for what in ("shared", "weights", "index")]
+    em.nodes.append(helper.make_node(
+        "If", [same], names, then_branch=em.subgraph(lambda: _band_outputs(*(em.node("Identity", [t], "passed")
+                                                                             for t in band))),
+        else_branch=em.subgraph(lambda: _band_outputs(*planned()))))
+    return tuple(names)
+
+
+def _band_outputs(*tensors) -> list:
+    return [(t, elem, rank) for t, (elem, rank) in zip(tensors, BAND_OUTPUTS)]
+
+
+def _ordered(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, choices: dict, sx: str, early: list) -> str:
     """The banded axes and the last one contracted, in the order that keeps the data small: the last axis first
     where the banded axes grow in dX (downsampling, whose last-axis MatMul then runs on dY's fewer rows), else the
     banded axes first; decided when lowering where the constant scales tell (_known_growth), else by an If on
@@ -203,17 +346,17 @@ def _ordered(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, s
     def banded_first() -> str:
         cur = dy
         for a in early:
-            cur = _banded(em, plan, cur, taps[a], a, bands[a])
-        return _last_unpadded(em, plan, cur, taps.get(last), bands.get(last), sx, early)
+            cur = _banded(em, plan, cur, taps[a], a, choices.get(a))
+        return _last_unpadded(em, plan, cur, taps.get(last), choices.get(last), sx, early)
     if last not in taps or not early or not plan.convert:
         return banded_first()
     known = _known_growth(plan, early)
     if known is not None:
-        return _last_first(em, plan, dy, taps, bands, sx, early) if known else banded_first()
+        return _last_first(em, plan, dy, taps, choices, sx, early) if known else banded_first()
     grows = em.node("Greater", [_product(em, [taps[a].n for a in early]), _product(em, [taps[a].m for a in early])],
                     "grows")
     return em.node("If", [grows], "ordered", then_branch=_branch(
-        em, lambda: _last_first(em, plan, dy, taps, bands, sx, early), _elem(em), plan.rank),
+        em, lambda: _last_first(em, plan, dy, taps, choices, sx, early), _elem(em), plan.rank),
         else_branch=_branch(em, banded_first, _elem(em), plan.rank))
 
 
@@ -228,20 +371,19 @@ def _known_growth(plan: DynamicPlan, early: list) -> bool | None:
     return True if all(below) else False if not any(below) else None
 
 
-def _last_first(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, bands: dict, sx: str, early: list) -> str:
+def _last_first(em: Emitter, plan: DynamicPlan, dy: str, taps: dict, choices: dict, sx: str, early: list) -> str:
     """The last axis contracted, then the banded axes, the final one into its n rows; an If skips the Slice of the
     other bands' padding rows (a copy of dX) where there are none."""
-    cur = _last_axis(em, plan, dy, taps[plan.rank - 1], bands[plan.rank - 1])
+    cur = _last_axis(em, plan, dy, taps[plan.rank - 1], choices.get(plan.rank - 1))
     for a in early[:-1]:
-        cur = _banded(em, plan, cur, taps[a], a, bands[a])
+        cur = _banded(em, plan, cur, taps[a], a, choices.get(a))
     final = early[-1]
     if len(early) == 1:
-        return _banded(em, plan, cur, taps[final], final, bands[final], final=True)
+        return _banded(em, plan, cur, taps[final], final, choices.get(final), final=True)
     exact = _no_padding(em, cur, sx, early[:-1])
-    return em.node("If", [exact], "unpadded", then_branch=_branch(
-        em, lambda: _banded(em, plan, cur, taps[final], final, bands[final], final=True), _elem(em), plan.rank),
-        else_branch=_branch(em, lambda: _unpadded(em, _banded(em, plan, cur, taps[final], final, bands[final]), sx,
-                                                  early), _elem(em), plan.rank))
+    contract = lambda ends: _banded(em, plan, cur, taps[final], final, choices.get(final), final=ends)  # noqa: E731
+    return em.node("If", [exact], "unpadded", then_branch=_branch(em, lambda: contract(True), _elem(em), plan.rank),
+                   else_branch=_branch(em, lambda: _unpadded(em, contract(False), sx, early), _elem(em), plan.rank))
 
 
 def _no_padding(em: Emitter, cur: str, sx: str, axes: list) -> str:
@@ -260,19 +402,19 @@ def _product(em: Emitter, factors: list) -> str:
     return out
 
 
-def _last_unpadded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps | None, band: tuple | None, sx: str,
+def _last_unpadded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps | None, choice: AxisChoice | None, sx: str,
                    early: list) -> str:
     """The last axis contracted (where resized), then the banded axes' padding rows dropped. Where the last axis is
     resized, an If skips the Slice (a copy of dX) when no banded axis has padding rows (n a multiple of its tile)."""
     if taps is None:
         return _unpadded(em, cur, sx, early)
     if not early:
-        return _last_axis(em, plan, cur, taps, band, final=True)
+        return _last_axis(em, plan, cur, taps, choice, final=True)
     exact = _no_padding(em, cur, sx, early)
     return em.node("If", [exact], "unpadded",
-                   then_branch=_branch(em, lambda: _last_axis(em, plan, cur, taps, band, final=True), _elem(em),
+                   then_branch=_branch(em, lambda: _last_axis(em, plan, cur, taps, choice, final=True), _elem(em),
                                        plan.rank),
-                   else_branch=_branch(em, lambda: _unpadded(em, _last_axis(em, plan, cur, taps, band), sx, early),
+                   else_branch=_branch(em, lambda: _unpadded(em, _last_axis(em, plan, cur, taps, choice), sx, early),
                                        _elem(em), plan.rank))
 
 
@@ -319,44 +461,44 @@ def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, n: str, m: s
     return taps
 
 
-def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, band: tuple = (),
-            final: bool = False, choose: bool = True) -> str:
-    """cur's `axis` (not the last) contracted by the band's taps (`band`, else band_plan's) into n rows, or where
-    the band is taken and not `final`, tiles * tile (n and the padding, which the caller drops). Where dY's type
-    is known and `choose`, an If takes the one-tap Gather (one_tap), the dense matrix (dense_cheaper) or the band.
-    Each branch's last node computes: onnxruntime copies a Reshape that writes a branch's output, so the branches give
-    their product with the later axes flattened (R of them: [..., rows, R], the band's [..., tiles, tile, R]) and
-    the view back to cur's rank is outside the If; a `final` branch writes its n rows in cur's rank itself (a view
-    only where the dense matrix contracts an axis before the last two)."""
-    weights, index, m = band or band_plan(em, taps)
-    converted = _converted(em, plan, weights, cur)
+def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, choice: AxisChoice | None = None,
+            final: bool = False, band: tuple = ()) -> str:
+    """cur's `axis` (not the last) contracted by its taps into n rows, or where the band is taken and not `final`,
+    tiles * tile (n and the padding, which the caller drops). With the axis's `choice` (dY's type known), an If takes
+    the one-tap Gather (one_tap), the dense matrix (dense_wins) or the band (the choice's); without, the band
+    (`band`, else planned here). Each branch's last node computes: onnxruntime copies a Reshape that writes a
+    branch's output, so the branches give their product with the later axes flattened (R of them: [..., rows, R],
+    the band's [..., tiles, tile, R]) and the view back to cur's rank is outside the If; a `final` branch writes its
+    n rows in cur's rank itself (a view only where the dense matrix contracts an axis before the last two)."""
     rank, shape, rows = plan.rank, em.node("Shape", [cur], "shape"), taps.n if final else ""
-    if not plan.convert or not choose:
-        product = contract_band(em, cur, converted, index, m, axis, _elem(em) if plan.convert else None)
+    elem = _elem(em) if plan.convert else None
+
+    def banded(unfolded: bool) -> str:
+        weights, index, m = band or ((choice.weights, choice.index, taps.m) if choice else band_plan(em, taps))
+        product = contract_band(em, cur, _converted(em, plan, weights, cur), index, m, axis, elem)
+        if not unfolded and not final:
+            return product
         out = unfold(em, product, shape, axis, rank)
         return _first_rows(em, out, rows, axis) if final else out
-    # the branches' ranks differ where not final (the view back is outside the If)
-    mask, elem, out_rank = tap_mask(em, weights), _elem(em), rank if final else None
+    if choice is None:
+        return banded(True)
+    out_rank = rank if final else None        # the branches' ranks differ where not final (the view back is outside)
 
     def gathered() -> str:
-        return gather_one_tap(em, cur, converted, mask, index, m, axis, rank, taps.n, final)
+        return gather_one_tap(em, cur, taps, axis, rank, final, None if em.acc is np.float32 else _elem(em))
 
     def dense() -> str:
-        matrix = band_dense(em, converted, index, m, taps.n)
+        matrix = _converted(em, plan, taps_matrix(em, taps), cur)
         if final:
             return _contract(em, cur, matrix, axis, rank)
-        return em.node("MatMul", [matrix, fold(em, cur, axis)], "dense")           # [..., rows, R]
-
-    def banded() -> str:
-        product = contract_band(em, cur, converted, index, m, axis, elem)
-        return _first_rows(em, unfold(em, product, shape, axis, rank), rows, axis) if final else product
-    inner = _branch(em, lambda: em.node("If", [dense_cheaper(em, weights, m, _later(em, shape, axis, rank),
-                                                                np.dtype(em.acc).itemsize, DENSE_LAST_MAX)],
-                                        "axis_done",
-                                        then_branch=_branch(em, dense, elem, out_rank),
-                                        else_branch=_branch(em, banded, elem, out_rank)), elem, out_rank)
-    out = em.node("If", [one_tap(em, mask)], "axis_done", then_branch=_branch(em, gathered, elem, out_rank),
-                  else_branch=inner)
+        return em.node("MatMul", [matrix, fold(em, cur, axis)], "dense")           # [..., n, R]
+    def dense_or_band() -> str:
+        return em.node("If", [dense_wins(em, choice.terms, _later(em, shape, axis, rank))], "axis_done",
+                       then_branch=_branch(em, dense, _elem(em), out_rank),
+                       else_branch=_branch(em, lambda: banded(False), _elem(em), out_rank))
+    out = dense_or_band() if not choice.one else em.node(
+        "If", [choice.one], "axis_done", then_branch=_branch(em, gathered, _elem(em), out_rank),
+        else_branch=_branch(em, dense_or_band, _elem(em), out_rank))
     return out if final else unfold(em, out, shape, axis, rank)
 
 
@@ -371,52 +513,46 @@ def _first_rows(em: Emitter, cur: str, rows: str, axis: int) -> str:
     return em.node("Slice", [cur, em.const([0], "start", np.int64), rows, em.const([axis], "axis", np.int64)], "rows")
 
 
-def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple | None = None,
+def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, choice: AxisChoice | None,
                final: bool = False) -> str:
-    """cur's last axis contracted into n: the shared band where the run-time map is periodic in the tiles
-    (_is_shared), else one MatMul with the dense m x n matrix where n * m <= DENSE_LAST_MAX, else the band between
-    two Transposes (Ifs; the band alone where dY's type is not known). Where not `final`, the branches give one
-    more axis (a 1, or the shared band's tiles) and the view back is outside the Ifs (_banded: onnxruntime copies
-    a Reshape that writes a branch's output)."""
-    band = band or band_plan(em, taps)
-    if not plan.convert:
-        return _band_last(em, plan, cur, taps, band)
-    first = em.node("Slice", [band[0], em.const([0], "start", np.int64), em.const([1], "end", np.int64)], "first_tile")
+    """cur's last axis contracted into n: the shared band where the run-time map is periodic in the tiles (the
+    choice's shared flag), else one MatMul with the dense m x n matrix where n * m <= DENSE_LAST_MAX, else the band
+    between two Transposes (Ifs; the band alone, planned here, where dY's type is not known: no choice). Where not
+    `final`, the branches give one more axis (a 1, or the shared band's tiles) and the view back is outside the Ifs
+    (_banded: onnxruntime copies a Reshape that writes a branch's output)."""
+    if choice is None:
+        return _band_last(em, plan, cur, taps)
     rank = plan.rank if final else plan.rank + 1
+    band = (choice.weights, choice.index, taps.m)
 
     def dense() -> str:
         rows = cur if final else unsqueeze(em, cur, plan.rank - 1)
-        return em.node("MatMul", [rows, _converted(em, plan, _dense_t(em, taps), cur)], "contracted")
+        return em.node("MatMul", [rows, _converted(em, plan, taps_matrix(em, taps, transposed=True), cur)],
+                       "contracted")
 
     def general() -> str:
         small = em.node("LessOrEqual", [em.node("Mul", [taps.n, taps.m], "entries"),
                                         em.const([DENSE_LAST_MAX], "dense_max", np.int64)], "small")
         return em.node("If", [small], "last_axis", then_branch=_branch(em, dense, _elem(em), rank),
                        else_branch=_branch(em, lambda: _band_last(em, plan, cur, taps, band, final), _elem(em), rank))
-    shared = _branch(em, lambda: _shared_last(em, plan, cur, taps, band[1], first, final), _elem(em), rank)
-    out = em.node("If", [_is_shared(em, band, first, taps.n)], "last_axis", then_branch=shared,
+    then = _branch(em, lambda: _shared_last(em, plan, cur, taps, choice.index, _first_tile(em, choice.weights), final),
+                   _elem(em), rank)
+    out = em.node("If", [choice.shared], "last_axis", then_branch=then,
                   else_branch=_branch(em, general, _elem(em), rank))
     return out if final else em.node("Reshape", [out, em.const([0] * (plan.rank - 1) + [-1], "unfold", np.int64)],
                                      "unfolded")
 
 
-def _is_shared(em: Emitter, band: tuple, first: str, n: str) -> str:
-    """[1] bool: the band's windows read dY's rows in order, each once, every tile has tile 0's weights (`first`)
-    and the tiles hold n rows exactly (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...)."""
-    weights, index, m = band
-    same = all_true(em, em.node("Equal", [weights, first], "same_weights"))
-    dims = em.node("Shape", [weights], "block_shape")
-    tiles_tile = em.node("Slice", [dims, em.const([0], "start", np.int64), em.const([2], "end", np.int64)], "tiles")
-    rows = em.node("ReduceProd", [tiles_tile], "rows", keepdims=1)
-    exact = em.node("Equal", [rows, n], "exact_rows")
-    return em.node("And", [em.node("And", [plain_windows(em, index, m), same], "plain_same"), exact], "shared")
+def _first_tile(em: Emitter, weights: str) -> str:
+    """[1, tile, width]: tile 0 of the band's weights."""
+    return em.node("Slice", [weights, em.const([0], "start", np.int64), em.const([1], "end", np.int64)], "first_tile")
 
 
 def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, index: str, first: str,
                  final: bool = True) -> str:
     """The last axis of cur (m long) viewed as the band's windows [tiles, width] (`index`'s shape) and contracted by
     one MatMul with tile 0's weights (`first`) transposed [width, tile]: the static shared band's spelling
-    (onnx_ops.forms.bands), where _is_shared holds. [..., tiles, tile] where not `final`."""
+    (onnx_ops.forms.bands), where the choice's shared flag holds (_planned). [..., tiles, tile] where not `final`."""
     matrix = _first_tile_t(em, first)
     lead = em.node("Slice", [em.node("Shape", [cur], "shape"), em.const([0], "start", np.int64),
                              em.const([plan.rank - 1], "end", np.int64)], "lead")
@@ -426,15 +562,6 @@ def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, index:
     if not final:
         return product
     return em.node("Reshape", [product, em.node("Concat", [lead, taps.n], "dx_shape", axis=0)], "contracted")
-
-
-def _dense_t(em: Emitter, taps: RunTaps) -> str:
-    """[m, n] float32: R^T, the taps' weights at (dY row, X row)."""
-    rows = unsqueeze(em, dy_rows(em, taps), 0)
-    position = em.node("Add", [em.node("Mul", [rows, taps.n], "row_start"), taps.index], "position")
-    size = em.node("Mul", [taps.m, taps.n], "size")
-    flat = scatter_flat(em, em.node("Where", [taps.used, position, size], "position"), taps.weight, size)
-    return em.node("Reshape", [flat, em.node("Concat", [taps.m, taps.n], "matrix_shape", axis=0)], "matrix_t")
 
 
 def _first_tile_t(em: Emitter, first: str) -> str:
@@ -455,9 +582,9 @@ def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tu
     contracted into its n rows, moved back (a 1 before it where not `final`)."""
     rank = plan.rank
     if rank == 1:
-        return _banded(em, plan, cur, taps, 0, band, final=True, choose=False)
+        return _banded(em, plan, cur, taps, 0, final=True, band=band)
     cur = em.node("Transpose", [cur], "axis_first", perm=[rank - 1] + list(range(rank - 1)))
-    out = _banded(em, plan, cur, taps, 0, band, final=True, choose=False)
+    out = _banded(em, plan, cur, taps, 0, final=True, band=band)
     if final:
         return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0])
     return em.node("Transpose", [unsqueeze(em, out, rank)], "axis_last", perm=list(range(1, rank)) + [rank, 0])

@@ -54,14 +54,19 @@ def _reduce(em: Emitter, op: str, src: str, axes: list) -> str:
 
 def band_plan(em: Emitter, taps: RunTaps, max_tile: int = TILE) -> tuple:
     """(weights, index, m) of one axis's taps: weights [tiles, tile, width] float32, the taps' weights in each tile's
-    window (tiles = ceil(n / max_tile), tile = ceil(n / tiles); rows past n are zero); index [tiles, width] the dY
-    rows each tile's window reads; m as a [1] tensor."""
-    tiles = em.node("Max", [_ceil_div(em, taps.n, _int(em, [max_tile], "max_tile")), _int(em, [1], "one")], "tiles")
+    window (tiles = tiles_of(n), tile = ceil(n / tiles); rows past n are zero); index [tiles, width]
+    the dY rows each tile's window reads; m as a [1] tensor."""
+    tiles = tiles_of(em, taps.n, max_tile)
     tile = _ceil_div(em, taps.n, tiles)                # padding < tiles rows: under 1 / max_tile of n
     tile_of = em.node("Div", [taps.index, tile], "tile_of")                                   # [P, m]
     first, last = _reach(em, taps, tile_of, tiles)
     index, starts, width = _windows(em, first, last, taps.m)
     return _scattered(em, taps, tile_of, starts, width, tiles, tile), index, taps.m
+
+
+def tiles_of(em: Emitter, n: str, max_tile: int = TILE) -> str:
+    """[1] int64: the band's tiles of X rows for n rows, max(ceil(n / max_tile), 1) (each of ceil(n / tiles) rows)."""
+    return em.node("Max", [_ceil_div(em, n, _int(em, [max_tile], "max_tile")), _int(em, [1], "one")], "tiles")
 
 
 def _reach(em: Emitter, taps: RunTaps, tile_of: str, tiles: str) -> tuple:
@@ -177,76 +182,89 @@ def unfold(em: Emitter, product: str, shape: str, axis: int, rank: int) -> str:
     return em.node("Reshape", [product, back], "unfolded")
 
 
-def tap_mask(em: Emitter, weights: str) -> str:
-    """The band's weights [tiles, tile, width] as 1.0 where nonzero, else 0.0."""
-    zero = em.node("Equal", [weights, em.const(0.0, "zero", np.float32)], "zero_weight")
-    return em.node("Cast", [em.node("Not", [zero], "nonzero")], "nonzero", to=TensorProto.FLOAT)
+def one_tap(em: Emitter, taps: RunTaps) -> str:
+    """[1] bool: no X row reads more than one dY row (nearest and linear downsampling by 2 or more: each dY row's
+    taps land on X rows of their own). A dY row's taps are distinct X rows (a clamped row's weights are summed in
+    one residue), so the used taps' X rows are distinct exactly where Unique finds as many as there are taps
+    (the unused entries, all -1, add one value where there are any)."""
+    keys = em.node("Reshape", [em.node("Where", [taps.used, taps.index, _int(em, -1, "none")], "tap_rows"),
+                               _int(em, [-1], "flat")], "tap_rows")
+    distinct = em.node("Size", [em.node("Unique", [keys], "distinct", sorted=0)], "distinct")
+    used = em.node("ReduceSum", [em.node("Cast", [taps.used], "used", to=TensorProto.INT64)], "taps", keepdims=0)
+    spare = em.node("Cast", [em.node("Less", [used, em.node("Size", [keys], "entries")], "some_unused")], "spare",
+                    to=TensorProto.INT64)
+    same = em.node("Equal", [distinct, em.node("Add", [used, spare], "expected")], "one_tap")
+    return em.node("Reshape", [same, _int(em, [1], "one")], "one_tap")
 
 
-def one_tap(em: Emitter, mask: str) -> str:
-    """[1] bool: no X row of the band (tap_mask's) reads more than one dY row (nearest and linear downsampling by
-    2 or more: each dY row's taps land on X rows of their own)."""
-    most = em.node("ReduceMax", [_reduce(em, "ReduceSum", mask, [2])], "most_taps", keepdims=1)
-    return em.node("LessOrEqual", [em.node("Reshape", [most, _int(em, [1], "one")], "most_taps"),
-                                   em.const([1.0], "one", np.float32)], "one_tap")
-
-
-def gather_one_tap(em: Emitter, cur: str, weights: str, mask: str, index: str, m: str, axis: int, rank: int,
-                   rows: str, ranked: bool = True) -> str:
-    """cur's `axis` contracted into its first `rows` ([1] int64: n) where one_tap holds, in cur's rank or (not
-    `ranked`) with the later axes flattened. Each X row is its one dY row (the window row of its nonzero
-    weight, else the window's first) times that weight (the sum of its row of weights: one term and zeros, so the
-    band's value bitwise). A Gather and a Mul instead of the windows and the MatMul."""
-    column = em.node("ArgMax", [mask], "tap_column", axis=2, keepdims=0)                     # [tiles, tile]
-    source, weight = (em.node("Reshape", [t, _int(em, [-1], "flat")], "flat") for t in (
-        em.node("GatherElements", [index, column], "tap_row", axis=1), _reduce(em, "ReduceSum", weights, [2])))
+def gather_one_tap(em: Emitter, cur: str, taps: RunTaps, axis: int, rank: int, ranked: bool = True,
+                   to: int | None = None) -> str:
+    """cur's `axis` contracted into its n rows where one_tap holds, in cur's rank or (not `ranked`) with the later
+    axes flattened: each X row is its one dY row times that tap's weight (cast `to` cur's type where given; an X row
+    with no tap reads dY row 0 times 0). A Gather and a Mul instead of a MatMul; the value is the dense or band sum's
+    (one term, the others 0)."""
+    slots = em.node("Where", [taps.used, taps.index, taps.n], "slot")            # unused taps: a spare slot n
+    rows = em.node("Expand", [dy_rows(em, taps), em.node("Shape", [taps.index], "tables")], "dy_row")
+    source = scatter_flat(em, slots, rows, taps.n)
+    weight = scatter_flat(em, slots, taps.weight, taps.n)
     shape = em.node("Shape", [cur], "shape")
-    source, weight = (em.node("Slice", [t, _int(em, [0], "start"), rows], "kept") for t in (source, weight))
     if not ranked:
         cur, rank = fold(em, cur, axis), axis + 2
     weight = em.node("Reshape", [weight, _int(em, [-1] + [1] * (rank - 1 - axis), "column")], "tap_weight")
-    return em.node("Mul", [em.node("Gather", [cur, _guarded(em, source, shape, axis, m)], "tap_rows", axis=axis),
+    if to is not None:
+        weight = em.node("Cast", [weight], "tap_weight", to=to)
+    return em.node("Mul", [em.node("Gather", [cur, _guarded(em, source, shape, axis, taps.m)], "tap_rows", axis=axis),
                            weight], "one_tap")
 
 
-def dense_cheaper(em: Emitter, weights: str, m: str, later: str, itemsize: int, most: int) -> str:
-    """[1] bool: the dense matrix (band_dense) has at most `most` entries and costs less than the band, per value of
-    the later axes (`later` of them, [1] int64), in the cost model's terms (onnx_ops.forms.cost): tiles * tile * m
-    multiplies against gathering m + tiles * width dY values in tiles * width blocks and tiles * tile * width
-    multiplies."""
-    dims = em.node("Cast", [em.node("Shape", [weights], "block_shape")], "block_dims", to=TensorProto.FLOAT)
-    tiles, tile, width = (em.node("Gather", [dims, _int(em, [k], "dim")], "dim") for k in range(3))
-    padded = em.node("Mul", [tiles, tile], "padded_n")
-    rows = em.node("Cast", [m], "m", to=TensorProto.FLOAT)
-    windows = em.node("Mul", [tiles, width], "window_rows")
-    ns = lambda value, what: em.const([value], what, np.float32)
-    entries = em.node("Mul", [padded, rows], "entries")
-    dense = em.node("Mul", [entries, ns(NS_PER_MAC, "ns_per_mac")], "dense_ns")
-    per_block = em.node("Div", [ns(NS_PER_BLOCK, "ns_per_block"),
-                                em.node("Cast", [later], "later", to=TensorProto.FLOAT)], "per_block")
-    band = [em.node("Mul", [em.node("Add", [rows, windows], "read"), ns(itemsize * NS_PER_BYTE * PIPELINE, "ns")],
-                    "gather_ns"),
-            em.node("Mul", [windows, per_block], "block_ns"),
-            em.node("Mul", [em.node("Mul", [padded, width], "band_entries"), ns(NS_PER_MAC, "ns_per_mac")],
-                    "band_macs")]
-    small = em.node("LessOrEqual", [entries, ns(float(most), "most")], "small")
-    return em.node("And", [small, em.node("Less", [dense, em.node("Sum", band, "band_ns")], "cheaper")],
-                   "dense_cheaper")
+def dense_terms(em: Emitter, taps: RunTaps, most: int, itemsize: int) -> tuple:
+    """([1] bool small, [1] float saved, [1] float blocks): the terms of dense_wins, computed once per axis. small:
+    the dense matrix (taps_matrix) has at most `most` entries; saved: in the cost model's terms
+    (onnx_ops.forms.cost), per value of the later axes, the dense matrix's n * m multiplies less the band's gather
+    of m + tiles * width dY values and its tiles * tile * width multiplies; blocks: the band's tiles * width blocks'
+    cost. The band's shape is estimated from the lengths and the taps per dY row P (tiles * tile ~ n, tile ~ TILE,
+    tiles * width ~ m + (m * P + n) / TILE), so that its plan is built only where the band may be taken."""
+    p = em.node("Slice", [em.node("Shape", [taps.index], "tables"), _int(em, [0], "start"), _int(em, [1], "end")],
+                "p")
+    entries = em.node("Mul", [taps.n, taps.m], "entries")
+    counts = em.node("Cast", [em.node("Concat", [entries, taps.m, em.node("Mul", [taps.m, p], "spanned"), taps.n],
+                                      "counts", axis=0)], "counts", to=TensorProto.FLOAT)
+    read, mac = itemsize * NS_PER_BYTE * PIPELINE, NS_PER_MAC
+    # columns: saved (dense - band), blocks; rows: n * m, m, m * P, n
+    costs = em.const([[mac, 0.0], [-2 * read - TILE * mac, NS_PER_BLOCK], [-read / TILE - mac, NS_PER_BLOCK / TILE],
+                      [-read / TILE - mac, NS_PER_BLOCK / TILE]], "ns", np.float32)
+    column = em.node("Reshape", [counts, _int(em, [4, 1], "column")], "counts")
+    ns = _reduce(em, "ReduceSum", em.node("Mul", [column, costs], "ns"), [0])                     # [2]
+    saved, blocks = (em.node("Slice", [ns, _int(em, [k], "start"), _int(em, [k + 1], "end")], "ns") for k in (0, 1))
+    return em.node("LessOrEqual", [entries, _int(em, [most], "most")], "small"), saved, blocks
 
 
-def band_dense(em: Emitter, weights: str, index: str, m: str, rows: str = "") -> str:
-    """[tiles * tile, m]: the band's weights [tiles, tile, width] in a dense matrix (each at its window's dY row;
-    the padding rows zero), or its first `rows` ([1] int64)."""
-    dims = em.node("Shape", [weights], "block_shape")
-    full = em.node("Concat", [em.node("Slice", [dims, _int(em, [0], "start"), _int(em, [2], "end")], "tiles_tile"),
-                              m], "dense_shape", axis=0)
-    some = em.node("ReduceMax", [weights], "some_weight", keepdims=0)
-    zeros = em.node("Expand", [em.node("Sub", [some, some], "zero"), full], "zeros")
-    at = em.node("Expand", [unsqueeze(em, index, 1), dims], "dy_row")
-    dense = em.node("ScatterElements", [zeros, at, weights], "dense", axis=2)
-    matrix = em.node("Reshape", [dense, em.node("Concat", [_int(em, [-1], "rows"), m], "matrix_shape", axis=0)],
-                     "matrix")
-    return em.node("Slice", [matrix, _int(em, [0], "start"), rows], "kept") if rows else matrix
+def dense_wins(em: Emitter, terms: tuple, later: str) -> str:
+    """[1] bool: the dense matrix is small and costs less than the band (dense_terms), its blocks' cost shared by
+    `later` values ([1] int64)."""
+    small, saved, blocks = terms
+    per_value = em.node("Div", [blocks, em.node("Cast", [later], "later", to=TensorProto.FLOAT)], "block_ns")
+    return em.node("And", [small, em.node("Less", [saved, per_value], "cheaper")], "dense_cheaper")
+
+
+def band_possible(em: Emitter, terms: tuple) -> str:
+    """[1] bool: an axis of several taps per X row may take the band at a call site: the dense matrix is large or
+    saves nothing before the blocks' cost (dense_wins is false for some number of later values)."""
+    small, saved, _ = terms
+    loses = em.node("GreaterOrEqual", [saved, em.const([0.0], "zero", np.float32)], "dense_loses")
+    return em.node("Or", [em.node("Not", [small], "large"), loses], "band_possible")
+
+
+def taps_matrix(em: Emitter, taps: RunTaps, transposed: bool = False) -> str:
+    """[n, m] float32: R, the taps' weights at (X row, dY row) (zero elsewhere); [m, n] R^T where `transposed`."""
+    rows = unsqueeze(em, dy_rows(em, taps), 0)
+    across, along = (taps.n, taps.index) if transposed else (taps.m, rows)
+    start = em.node("Mul", [rows if transposed else taps.index, across], "row_start")
+    size = em.node("Mul", [taps.m, taps.n], "size")
+    position = em.node("Where", [taps.used, em.node("Add", [start, along], "position"), size], "position")
+    shape = [taps.m, taps.n] if transposed else [taps.n, taps.m]
+    return em.node("Reshape", [scatter_flat(em, position, taps.weight, size),
+                               em.node("Concat", shape, "matrix_shape", axis=0)], "matrix")
 
 
 def plain_windows(em: Emitter, index: str, m: str) -> str:
