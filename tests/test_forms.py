@@ -45,6 +45,8 @@ def _spec(mode, shape, sizes=None, scales=None, opset=19, **attrs):
 PICKS = [
     (_spec("linear", (2, 3, 128, 128), sizes=(47, 47)), ("gather", "dense 1x47->128"),
      ["MatMul", "Gather", "Mul"]),      # one tap per X row: the last axis densely, then whole rows gathered, scaled
+    (_spec("nearest", (2, 8, 128, 128), sizes=(41, 41)), ("gather", "dense 1x41->128"),
+     ["MatMul", "Pad", "Gather"]),      # weights 0 or 1: the unread X rows gather a zero row padded on, no Mul
     (_spec("linear", (4, 16, 128, 128), sizes=(217, 217)), ("band 8x29->16", "dense 1x217->128"),
      ["Gather", "MatMul", "Reshape", "MatMul"]),
     (_spec("nearest", (4, 16, 128, 128), sizes=(192, 192), coordinate_transformation_mode="asymmetric",
@@ -235,6 +237,27 @@ def test_gather_form_keeps_the_references_non_finite_pattern(mode):
     dy[0, 3], dy[1, 350] = np.inf, np.nan
     dx = run_model(build_lowered(res), {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
     np.testing.assert_array_equal(np.isfinite(dx), np.isfinite(resize_grad(dy.astype(np.float64), res)))
+
+
+@pytest.mark.parametrize("attrs", [{"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+                                   {"nearest_mode": "round_prefer_ceil"}, {}])
+def test_nearest_downsampling_gathers_a_zero_row_for_the_rows_no_dy_row_reads(attrs):
+    """Nearest downsampling reads one X row per dY row, so most X rows get no gradient: the gather form reads them
+    from a zero row padded onto the smaller tensor, no Mul by 0 or 1. dX is the reference's bitwise, and an inf or
+    NaN in dY never reaches an unread row: those stay exactly 0 (0 x inf was NaN there)."""
+    r = _spec("nearest", (2, 3, 37, 64), sizes=(11, 20), **attrs)
+    res = to_canonical(r, semantics=INSTALLED)
+    lowered, report = _lowered(r)
+    ops = [n.op_type for n in lowered.graph.node]
+    assert "gather" in report[0].forms and "Pad" in ops and "Mul" not in ops, (report[0].forms, ops)
+    dy = np.random.default_rng(5).integers(-9, 9, res.out_shape).astype(np.float32)
+    feeds = {"dY": dy, "X": np.zeros(res.in_shape, np.float32)}
+    np.testing.assert_array_equal(run_model(lowered, feeds)[0], resize_grad(dy.astype(np.float64), res))
+    unread = resize_grad(np.ones(res.out_shape), res).sum(axis=(0, 1, 3)) == 0          # X rows no dY row reads
+    assert unread.any()
+    dy[:, :, ::3] = np.inf
+    dx = run_model(lowered, feeds)[0]
+    assert np.all(dx[:, :, unread] == 0) and not np.isfinite(dx[:, :, ~unread]).all()
 
 
 def test_huge_factors_lower_within_the_band_cap():

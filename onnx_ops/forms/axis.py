@@ -12,7 +12,7 @@ from dml_desc.canonical import Resampling
 from dml_desc.weights import Taps, gradient_taps
 
 from .bands import Band, band, emit_band, emit_band_transposed, shared_band
-from .cost import band_cost, copy_cost, gather_form_cost, swapped, transposes_cost
+from .cost import band_cost, copy_cost, gather_form_cost, pads_zero_row, swapped, transposes_cost
 from .emitter import Emitter
 
 DENSE_MAX_COLS = 16  # the gather form's last axis as one dense MatMul up to this many dY columns
@@ -63,10 +63,15 @@ def _emit_gather(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tup
     if axis == rank - 1 and taps.cols <= DENSE_MAX_COLS and taps.cols <= 2 * taps.width:
         return em.node("MatMul", [src, em.const(taps.dense().T, "matrix")], "dense"), "dense"
     if taps.width == 1:
-        g = em.node("Gather", [src, em.const(taps.index[:, 0], "index", np.int64)], "gathered", axis=axis)
-        if np.all(taps.weight == 1):
+        index, weight = taps.index[:, 0], taps.weight[:, 0]
+        if pads_zero_row(taps):            # nearest: rows of weight 0 read a zero row appended to src, no Mul
+            pads = [0] * (2 * rank)
+            pads[rank + axis] = 1
+            src, index = em.pad(src, pads), np.where(weight == 0, taps.cols, index)
+        g = em.node("Gather", [src, em.const(index, "index", np.int64)], "gathered", axis=axis)
+        if np.all(weight == 1) or pads_zero_row(taps):
             return g, "gather"
-        weight = taps.weight[:, 0].reshape([taps.rows] + [1] * (rank - axis - 1))
+        weight = weight.reshape([taps.rows] + [1] * (rank - axis - 1))
         return em.node("Mul", [g, em.const(weight, "weight")], "weighted"), "gather"
     g = em.node("Gather", [src, em.const(taps.index, "index", np.int64)], "gathered", axis=axis)
     weight = taps.weight.reshape([taps.rows, taps.width] + [1] * (rank - axis - 1))

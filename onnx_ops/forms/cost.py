@@ -26,6 +26,8 @@ PIPELINE = 1.4
 # 347 us for 9.6 MB written, per byte read or written (the MatMul before it: 314 us, estimated 469)
 ROW_GATHER_NS_PER_BYTE = 0.0088
 ROW_SCALE_NS_PER_BYTE = 0.018
+PAD_NS_PER_BYTE = 0.036      # onnxruntime's Pad (one thread): the zero row beats the Mul from n / m = 2 (measured
+#                              on nearest 128 -> 41, 64 -> 30 against 24 -> 14 and 12 -> 7: 1.7 lost, 2.1 won)
 NS_PER_BYTE = 0.027
 NS_PER_MAC = 0.009 * PIPELINE
 NS_PER_ROW = 1.0 * PIPELINE
@@ -91,11 +93,23 @@ def gather_form_cost(rest: float, m: int, light, piles: list, itemsize: int, inn
     0.91 ms (one thread; 0.55 to 0.45 ms on two)."""
     n = light.rows
     if light.width == 1 and not piles:
-        weighted = bool((light.weight != 1).any())
-        per_byte = ROW_GATHER_NS_PER_BYTE + (ROW_SCALE_NS_PER_BYTE if weighted else 0.0)
-        return 2 * rest * n * itemsize * per_byte + rest / inner * n * NS_PER_BLOCK + (1 + weighted) * NS_PER_NODE
+        gathered = 2 * rest * n * itemsize * ROW_GATHER_NS_PER_BYTE + rest / inner * n * NS_PER_BLOCK + NS_PER_NODE
+        if pads_zero_row(light):         # the zero row padded onto dY (a copy of its m rows), no Mul
+            return gathered + 2 * rest * m * itemsize * PAD_NS_PER_BYTE + NS_PER_NODE
+        if (light.weight == 1).all():
+            return gathered
+        return gathered + 2 * rest * n * itemsize * ROW_SCALE_NS_PER_BYTE + NS_PER_NODE
     gathered = rest * (m + 12 * n * light.width + n) + 2 * light.index.size + sum(piles)
     return gathered * itemsize * NS_PER_BYTE + (3 + 6 * len(piles)) * NS_PER_NODE
+
+
+def pads_zero_row(taps) -> bool:
+    """One tap per X row, each of weight 1 but some of weight 0 (nearest downsampling), and the X rows n more than
+    PAD_NS_PER_BYTE / ROW_SCALE_NS_PER_BYTE times the dY rows m: the gather form reads the rows of weight 0 from a
+    zero row padded onto dY (a copy of its m rows) instead of scaling every X row by its weight."""
+    weight = taps.weight[:, 0]
+    return taps.width == 1 and bool(((weight == 0) | (weight == 1)).all()) and bool((weight == 0).any()) and \
+        taps.rows * ROW_SCALE_NS_PER_BYTE > taps.cols * PAD_NS_PER_BYTE
 
 
 def transposes_cost(rest: float, m: int, n: int, itemsize: int) -> float:
