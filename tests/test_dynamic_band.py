@@ -301,3 +301,35 @@ def test_the_band_is_planned_once_and_only_where_a_branch_may_take_it(attrs, sca
     want = reference(attrs, shape, dy, scales) if scales else reference(attrs, shape, dy, sizes=sizes)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert len(ran) == uniques, ran
+
+
+LONG_LAST = [  # (attrs, X, run-time scales with static lengths, or None: sizes with symbolic N / spatial dims)
+    ({"mode": "cubic"}, [1, 2, 368], [1, 1, 2.5]),
+    ({"mode": "nearest"}, [1, 2, 5, 341], [1, 1, 1.5, 0.4]),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, [1, 2, 286],
+     [1, 1, 2.5]),
+    ({"mode": "linear", "antialias": 1}, [1, 2, 5, 322], [1, 1, 1.5, 0.6]),
+    (AC, [1, 2, 5, 392], None),
+    ({"mode": "linear"}, [1, 2, 401], None),
+]
+
+
+@pytest.mark.parametrize("attrs,shape,scales", LONG_LAST)
+def test_a_long_last_axis_with_static_lengths_gives_the_reference_gradient(attrs, shape, scales):
+    """A last axis too long for the dense matrix (n * m > 2^16) takes its band between two Transposes. With static
+    lengths and run-time scales, onnxruntime folds the choices' conditions when the session starts and inlines the
+    branches they pick: the session starts (the unplanned band's stand-in is valid in every consumer's shapes, and no
+    If nested in the inlined branch reads the moved axis) and the gradient is the reference's; with sizes too."""
+    if scales is None:
+        names = ["N", 2] + ["H", "W"][-(len(shape) - 2):]
+        dy_shape = out_shape(attrs, shape, [1, 1] + [2.5] * (len(shape) - 2))
+        model = grad_model(attrs, names, ["N", 2] + [f"{d}2" for d in names[2:]])
+    else:
+        dy_shape = out_shape(attrs, shape, scales)
+        model = grad_model(attrs, shape, dy_shape, scales, run_time=("scales",))
+    sess = session(lower(model, semantics=INSTALLED)[0])
+    dy = np.random.default_rng(len(shape) + shape[-1]).standard_normal(dy_shape).astype(np.float32)
+    feeds = {"dY": dy, "X": np.zeros(shape, np.float32), "scales": np.array(scales or [], np.float32)}
+    got = sess.run(None, {i.name: feeds[i.name] for i in sess.get_inputs()})[0]
+    want = reference(attrs, shape, dy, scales) if scales else reference(attrs, shape, dy, sizes=list(dy_shape))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(1.0, float(np.abs(want).max())))

@@ -294,7 +294,7 @@ def _planned(em: Emitter, taps: RunTaps, cond: str, fits: str) -> tuple:
     """(shared, weights, index): an If plans the band where `cond` holds, and where the last axis may read it and
     `fits` (_fits_tiles) holds, tests whether its windows read dY's rows in order, each once, every tile has tile 0's
     weights and the tiles hold n rows exactly (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...); elsewhere
-    false and empty tensors."""
+    false and a stand-in band that no branch reads at run time."""
     not_shared = lambda: em.node("Identity", [em.const([False], "not_shared", np.bool_)], "shared")   # noqa: E731
 
     def planned() -> list:
@@ -312,10 +312,10 @@ def _planned(em: Emitter, taps: RunTaps, cond: str, fits: str) -> tuple:
                          else_branch=_branch(em, not_shared, TensorProto.BOOL, 1)) if fits else not_shared()
         return _band_outputs(shared, weights, index)
 
-    def unplanned() -> list:
+    def unplanned() -> list:      # a stand-in band of one tile of one row, valid in every consumer's shapes
         return _band_outputs(not_shared(),
-                             em.node("Identity", [em.const(np.zeros((0, 0, 0)), "no_weights", np.float32)], "weights"),
-                             em.node("Identity", [em.const(np.zeros((0, 0)), "no_index", np.int64)], "index"))
+                             em.node("Identity", [em.const(np.zeros((1, 1, 1)), "no_weights", np.float32)], "weights"),
+                             em.node("Identity", [em.const(np.zeros((1, 1)), "no_index", np.int64)], "index"))
     names = [em.name(what) for what in ("shared", "weights", "index")]
     em.nodes.append(helper.make_node("If", [cond], names, then_branch=em.subgraph(planned),
                                      else_branch=em.subgraph(unplanned)))
@@ -462,16 +462,17 @@ def _axis_taps(em: Emitter, plan: DynamicPlan, axis: int, pos: int, n: str, m: s
 
 
 def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, choice: AxisChoice | None = None,
-            final: bool = False, band: tuple = ()) -> str:
+            final: bool = False, band: tuple = (), viewed: bool = True) -> str:
     """cur's `axis` (not the last) contracted by its taps into n rows, or where the band is taken and not `final`,
     tiles * tile (n and the padding, which the caller drops). With the axis's `choice` (dY's type known), an If takes
     the one-tap Gather (one_tap), the dense matrix (dense_wins) or the band (the choice's); without, the band
-    (`band`, else planned here). Each branch's last node computes: onnxruntime copies a Reshape that writes a
-    branch's output, so the branches give their product with the later axes flattened (R of them: [..., rows, R],
-    the band's [..., tiles, tile, R]) and the view back to cur's rank is outside the If; a `final` branch writes its
-    n rows in cur's rank itself (a view only where the dense matrix contracts an axis before the last two)."""
+    (`band`, else planned here; its windows a view of cur where plain, an If, unless not `viewed`). Each branch's
+    last node computes: onnxruntime copies a Reshape that writes a branch's output, so the branches give their
+    product with the later axes flattened (R of them: [..., rows, R], the band's [..., tiles, tile, R]) and the view
+    back to cur's rank is outside the If; a `final` branch writes its n rows in cur's rank itself (a view only where
+    the dense matrix contracts an axis before the last two)."""
     rank, shape, rows = plan.rank, em.node("Shape", [cur], "shape"), taps.n if final else ""
-    elem = _elem(em) if plan.convert else None
+    elem = _elem(em) if plan.convert and viewed else None
 
     def banded(unfolded: bool) -> str:
         weights, index, m = band or ((choice.weights, choice.index, taps.m) if choice else band_plan(em, taps))
@@ -550,18 +551,23 @@ def _first_tile(em: Emitter, weights: str) -> str:
 
 def _shared_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, index: str, first: str,
                  final: bool = True) -> str:
-    """The last axis of cur (m long) viewed as the band's windows [tiles, width] (`index`'s shape) and contracted by
+    """The last axis of cur (m long) viewed as the band's windows [tiles, width] (`index`'s width) and contracted by
     one MatMul with tile 0's weights (`first`) transposed [width, tile]: the static shared band's spelling
-    (onnx_ops.forms.bands), where the choice's shared flag holds (_planned). [..., tiles, tile] where not `final`."""
+    (onnx_ops.forms.bands), where the choice's shared flag holds (_planned). [..., tiles, tile] where not `final`.
+    The views read the tiles as -1, so that shape inference accepts _planned's stand-in band (one tile of one row)
+    where static shapes fold the branch away."""
     matrix = _first_tile_t(em, first)
     lead = em.node("Slice", [em.node("Shape", [cur], "shape"), em.const([0], "start", np.int64),
                              em.const([plan.rank - 1], "end", np.int64)], "lead")
-    viewed = em.node("Reshape", [cur, em.node("Concat", [lead, em.node("Shape", [index], "windows_shape")], "split",
+    width = em.node("Slice", [em.node("Shape", [index], "windows_shape"), em.const([1], "start", np.int64),
+                              em.const([2], "end", np.int64)], "width")
+    viewed = em.node("Reshape", [cur, em.node("Concat", [lead, em.const([-1], "tiles", np.int64), width], "split",
                                               axis=0)], "windows")
     product = em.node("MatMul", [viewed, _converted(em, plan, matrix, cur)], "shared_band")
     if not final:
         return product
-    return em.node("Reshape", [product, em.node("Concat", [lead, taps.n], "dx_shape", axis=0)], "contracted")
+    return em.node("Reshape", [product, em.node("Concat", [lead, em.const([-1], "rows", np.int64)], "dx_shape",
+                                                axis=0)], "contracted")
 
 
 def _first_tile_t(em: Emitter, first: str) -> str:
@@ -579,12 +585,14 @@ def _first_tile_t(em: Emitter, first: str) -> str:
 
 def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple = (), final: bool = True) -> str:
     """The last axis by the band form (a long axis: n * m > DENSE_LAST_MAX, no dense matrix), moved to the front,
-    contracted into its n rows, moved back (a 1 before it where not `final`)."""
+    contracted into its n rows, moved back (a 1 before it where not `final`). Its windows are gathered, never viewed
+    (no If reads the moved axis: onnxruntime 1.19.2 inlines the branch that holds this where static shapes fold its
+    condition, and an If nested there then lost its input, the Transpose's output)."""
     rank = plan.rank
     if rank == 1:
-        return _banded(em, plan, cur, taps, 0, final=True, band=band)
+        return _banded(em, plan, cur, taps, 0, final=True, band=band, viewed=False)
     cur = em.node("Transpose", [cur], "axis_first", perm=[rank - 1] + list(range(rank - 1)))
-    out = _banded(em, plan, cur, taps, 0, final=True, band=band)
+    out = _banded(em, plan, cur, taps, 0, final=True, band=band, viewed=False)
     if final:
         return em.node("Transpose", [out], "axis_last", perm=list(range(1, rank)) + [0])
     return em.node("Transpose", [unsqueeze(em, out, rank)], "axis_last", perm=list(range(1, rank)) + [rank, 0])
