@@ -586,8 +586,8 @@ def _first_tile_t(em: Emitter, first: str) -> str:
 def _band_last(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, band: tuple = (), final: bool = True) -> str:
     """The last axis by the band form (a long axis: n * m > DENSE_LAST_MAX, no dense matrix), moved to the front,
     contracted into its n rows, moved back (a 1 before it where not `final`). Its windows are gathered, never viewed
-    (no If reads the moved axis: onnxruntime 1.19.2 inlines the branch that holds this where static shapes fold its
-    condition, and an If nested there then lost its input, the Transpose's output)."""
+    (no If reads the moved axis: onnxruntime, 1.19.2 and 1.32 alike, inlines the branch that holds this where static
+    shapes fold its condition, and an If nested there then lost its input, the Transpose's output)."""
     rank = plan.rank
     if rank == 1:
         return _banded(em, plan, cur, taps, 0, final=True, band=band, viewed=False)
