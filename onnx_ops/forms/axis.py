@@ -63,13 +63,13 @@ def _emit_gather(em: Emitter, src: str, taps: Taps, axis: int, rank: int) -> tup
     if axis == rank - 1 and taps.cols <= DENSE_MAX_COLS and taps.cols <= 2 * taps.width:
         return em.node("MatMul", [src, em.const(taps.dense().T, "matrix")], "dense"), "dense"
     if taps.width == 1:
-        index, weight = taps.index[:, 0], taps.weight[:, 0]
-        if pads_zero_row(taps):            # nearest: rows of weight 0 read a zero row appended to src, no Mul
+        index, weight, padded = taps.index[:, 0], taps.weight[:, 0], pads_zero_row(taps)
+        if padded:                         # nearest: rows of weight 0 read a zero row appended to src, no Mul
             pads = [0] * (2 * rank)
             pads[rank + axis] = 1
             src, index = em.pad(src, pads), np.where(weight == 0, taps.cols, index)
         g = em.node("Gather", [src, em.const(index, "index", np.int64)], "gathered", axis=axis)
-        if np.all(weight == 1) or pads_zero_row(taps):
+        if padded or np.all(weight == 1):
             return g, "gather"
         weight = weight.reshape([taps.rows] + [1] * (rank - axis - 1))
         return em.node("Mul", [g, em.const(weight, "weight")], "weighted"), "gather"

@@ -76,10 +76,11 @@ class DynamicPlan:
 @dataclass(frozen=True)
 class AxisChoice:
     """One axis's run-time choices, computed once, outside the Ifs that contract it: the flags its branches test
-    and its band, planned only where a branch may take it (else empty tensors)."""
+    and its band, planned only where a branch may take it (else a stand-in no branch reads: _planned)."""
     weights: str          # the band's weights [tiles, tile, width] (band_plan)
     index: str            # its windows [tiles, width]
     shared: str = ""      # the last axis: [1] bool, the shared band applies (_planned)
+    large: str = ""       # the last axis: [1] bool, n * m > DENSE_LAST_MAX (no dense matrix)
     one: str = ""         # a banded axis: [1] bool, one tap per X row (one_tap)
     terms: tuple = ()     # a banded axis: dense_terms
 
@@ -194,11 +195,24 @@ def _reused(em: Emitter, taps: RunTaps, own: tuple, scale_before: str, computed)
     def fresh() -> list:
         new = computed()
         return outputs([new.index, new.weight, new.used])
-    shared = em.subgraph(lambda: outputs([em.node("Identity", [t], "shared") for t in (taps.index, taps.weight,
-                                                                                       taps.used)]))
-    names = [em.name("tap") for _ in kinds]
-    em.nodes.append(helper.make_node("If", [same], names, then_branch=shared, else_branch=em.subgraph(fresh)))
+    shared = lambda: outputs([em.node("Identity", [t], "shared") for t in (taps.index, taps.weight,  # noqa: E731
+                                                                          taps.used)])
+    names = _multi_if(em, same, ("tap",) * 3, shared, fresh)
     return RunTaps(names[0], names[1], names[2], n, m), same
+
+
+def _multi_if(em: Emitter, cond: str, whats: tuple, then_build, else_build) -> list:
+    """The output names (one per `whats`) of an If on `cond` whose branches then_build and else_build emit (each
+    returns its outputs as Emitter.subgraph's (name, element type, rank))."""
+    names = [em.name(what) for what in whats]
+    em.nodes.append(helper.make_node("If", [cond], names, then_branch=em.subgraph(then_build),
+                                     else_branch=em.subgraph(else_build)))
+    return names
+
+
+def _constant(em: Emitter, value, dtype, what: str) -> str:
+    """An Identity of a [1] constant: a branch output that is a constant (a subgraph output must be a node's)."""
+    return em.node("Identity", [em.const([value], what, dtype)], what)
 
 
 def _choices(em: Emitter, plan: DynamicPlan, taps: dict, early: list, same: dict) -> dict:
@@ -220,6 +234,7 @@ def _choices(em: Emitter, plan: DynamicPlan, taps: dict, early: list, same: dict
             terms[a] = computed()
             need[a] = band_possible(em, terms[a])
     fits: dict = {}                                # where the shared band's test runs on this axis's band
+    large = ""
     if last in taps:
         t = taps[last]
         entries = em.node("Mul", [t.n, t.m], "entries")
@@ -240,8 +255,8 @@ def _choices(em: Emitter, plan: DynamicPlan, taps: dict, early: list, same: dict
     for i, a in enumerate(axes):
         plan_it = lambda a=a: _planned(em, taps[a], group[a], fits.get(a, ""))   # noqa: E731
         bands[a] = plan_it() if a not in same else _passed(em, same[a], bands[axes[i - 1]], plan_it)
-    return {a: AxisChoice(bands[a][1], bands[a][2], bands[a][0] if a == last else "", one.get(a, ""),
-                          terms.get(a, ())) for a in axes}
+    return {a: AxisChoice(bands[a][1], bands[a][2], bands[a][0] if a == last else "", large if a == last else "",
+                          one.get(a, ""), terms.get(a, ())) for a in axes}
 
 
 def _grows(plan: DynamicPlan, axis: int) -> bool:
@@ -253,10 +268,9 @@ def _grows(plan: DynamicPlan, axis: int) -> bool:
 
 def _maybe_one_tap(em: Emitter, taps: RunTaps) -> str:
     """[1] bool one_tap, tested where m <= n: more dY rows than X rows put two taps on some X row."""
-    no = lambda: em.node("Identity", [em.const([False], "no", np.bool_)], "no")     # noqa: E731
     return em.node("If", [em.node("LessOrEqual", [taps.m, taps.n], "shrinks")], "one_tap",
                    then_branch=_branch(em, lambda: one_tap(em, taps), TensorProto.BOOL, 1),
-                   else_branch=_branch(em, no, TensorProto.BOOL, 1))
+                   else_branch=_branch(em, lambda: _constant(em, False, np.bool_, "no"), TensorProto.BOOL, 1))
 
 
 def _several_taps(em: Emitter, one: str, terms) -> list:
@@ -269,12 +283,9 @@ def _several_taps(em: Emitter, one: str, terms) -> list:
         return list(zip([band_possible(em, computed), *computed], kinds, (1,) * 4))
 
     def single() -> list:
-        no, zero = em.const([False], "no", np.bool_), em.const([0.0], "zero", np.float32)
-        return list(zip([em.node("Identity", [v], "none") for v in (no, no, zero, zero)], kinds, (1,) * 4))
-    names = [em.name(what) for what in ("band_possible", "small", "saved", "blocks")]
-    em.nodes.append(helper.make_node("If", [one], names, then_branch=em.subgraph(single),
-                                     else_branch=em.subgraph(several)))
-    return names
+        values = [_constant(em, v, dtype, "none") for v, dtype in ((False, np.bool_),) * 2 + ((0.0, np.float32),) * 2]
+        return list(zip(values, kinds, (1,) * 4))
+    return _multi_if(em, one, ("band_possible", "small", "saved", "blocks"), single, several)
 
 
 def _fits_tiles(em: Emitter, taps: RunTaps) -> str:
@@ -292,22 +303,17 @@ BAND_OUTPUTS = ((TensorProto.BOOL, 1), (TensorProto.FLOAT, 3), (TensorProto.INT6
 
 def _planned(em: Emitter, taps: RunTaps, cond: str, fits: str) -> tuple:
     """(shared, weights, index): an If plans the band where `cond` holds, and where the last axis may read it and
-    `fits` (_fits_tiles) holds, tests whether its windows read dY's rows in order, each once, every tile has tile 0's
-    weights and the tiles hold n rows exactly (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...); elsewhere
-    false and a stand-in band that no branch reads at run time."""
-    not_shared = lambda: em.node("Identity", [em.const([False], "not_shared", np.bool_)], "shared")   # noqa: E731
+    `fits` (_fits_tiles: the tiles hold n rows exactly) holds, tests whether its windows read dY's rows in order,
+    each once, and every tile has tile 0's weights (a map periodic in tiles: nearest 1.5x, linear 0.5x, ...);
+    elsewhere false and a stand-in band that no branch reads at run time."""
+    not_shared = lambda: _constant(em, False, np.bool_, "not_shared")   # noqa: E731
 
     def planned() -> list:
         weights, index, m = band_plan(em, taps)
 
         def periodic() -> str:
-            dims = em.node("Shape", [weights], "block_shape")
-            rows = em.node("ReduceProd", [em.node("Slice", [dims, em.const([0], "start", np.int64),
-                                                            em.const([2], "end", np.int64)], "tiles")], "rows",
-                           keepdims=1)
             same = all_true(em, em.node("Equal", [weights, _first_tile(em, weights)], "same_weights"))
-            exact = em.node("And", [same, em.node("Equal", [rows, taps.n], "exact_rows")], "exact")
-            return em.node("And", [plain_windows(em, index, m), exact], "shared")
+            return em.node("And", [plain_windows(em, index, m), same], "shared")
         shared = em.node("If", [fits], "shared", then_branch=_branch(em, periodic, TensorProto.BOOL, 1),
                          else_branch=_branch(em, not_shared, TensorProto.BOOL, 1)) if fits else not_shared()
         return _band_outputs(shared, weights, index)
@@ -316,20 +322,14 @@ def _planned(em: Emitter, taps: RunTaps, cond: str, fits: str) -> tuple:
         return _band_outputs(not_shared(),
                              em.node("Identity", [em.const(np.zeros((1, 1, 1)), "no_weights", np.float32)], "weights"),
                              em.node("Identity", [em.const(np.zeros((1, 1)), "no_index", np.int64)], "index"))
-    names = [em.name(what) for what in ("shared", "weights", "index")]
-    em.nodes.append(helper.make_node("If", [cond], names, then_branch=em.subgraph(planned),
-                                     else_branch=em.subgraph(unplanned)))
-    return tuple(names)
+    return tuple(_multi_if(em, cond, ("shared", "weights", "index"), planned, unplanned))
 
 
 def _passed(em: Emitter, same: str, band: tuple, planned) -> tuple:
     """The axis before's band (shared, weights, index) where `same`, else `planned()`'s (an If)."""
-    names = [em.name(what) for what in ("shared", "weights", "index")]
-    em.nodes.append(helper.make_node(
-        "If", [same], names, then_branch=em.subgraph(lambda: _band_outputs(*(em.node("Identity", [t], "passed")
-                                                                             for t in band))),
-        else_branch=em.subgraph(lambda: _band_outputs(*planned()))))
-    return tuple(names)
+    return tuple(_multi_if(em, same, ("shared", "weights", "index"),
+                           lambda: _band_outputs(*(em.node("Identity", [t], "passed") for t in band)),
+                           lambda: _band_outputs(*planned())))
 
 
 def _band_outputs(*tensors) -> list:
@@ -493,6 +493,7 @@ def _banded(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, axis: int, 
         if final:
             return _contract(em, cur, matrix, axis, rank)
         return em.node("MatMul", [matrix, fold(em, cur, axis)], "dense")           # [..., n, R]
+
     def dense_or_band() -> str:
         return em.node("If", [dense_wins(em, choice.terms, _later(em, shape, axis, rank))], "axis_done",
                        then_branch=_branch(em, dense, _elem(em), out_rank),
@@ -531,11 +532,10 @@ def _last_axis(em: Emitter, plan: DynamicPlan, cur: str, taps: RunTaps, choice: 
         return em.node("MatMul", [rows, _converted(em, plan, taps_matrix(em, taps, transposed=True), cur)],
                        "contracted")
 
-    def general() -> str:
-        small = em.node("LessOrEqual", [em.node("Mul", [taps.n, taps.m], "entries"),
-                                        em.const([DENSE_LAST_MAX], "dense_max", np.int64)], "small")
-        return em.node("If", [small], "last_axis", then_branch=_branch(em, dense, _elem(em), rank),
-                       else_branch=_branch(em, lambda: _band_last(em, plan, cur, taps, band, final), _elem(em), rank))
+    def general() -> str:         # the choice's large flag: n * m > DENSE_LAST_MAX
+        return em.node("If", [choice.large], "last_axis",
+                       then_branch=_branch(em, lambda: _band_last(em, plan, cur, taps, band, final), _elem(em), rank),
+                       else_branch=_branch(em, dense, _elem(em), rank))
     then = _branch(em, lambda: _shared_last(em, plan, cur, taps, choice.index, _first_tile(em, choice.weights), final),
                    _elem(em), rank)
     out = em.node("If", [choice.shared], "last_axis", then_branch=then,
