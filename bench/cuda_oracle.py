@@ -1,12 +1,13 @@
 """The lowered gradients on onnxruntime's CPU against torch autograd on a CUDA GPU: random F.interpolate calls.
 
-Run: python bench/cuda_oracle.py [--cases N] [--seed S] [--device cuda|cpu]
+Run: python bench/cuda_oracle.py [--cases N] [--seed S] [--device cuda|cpu] [--provider NAME]
 
 Each case is a random F.interpolate call (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area;
 sizes or scale factors, align_corners, antialias; 3-D to 5-D, float32). torch's description is turned into the
 canonical map (dml_desc.conventions.torch), spelled as an ONNX ResizeGrad for the installed onnxruntime, lowered
 twice (built lowered from the map, static; and its ONNX ResizeGrad spelling with N and the spatial dims
-symbolic, lowered) and run on onnxruntime's CPU. The oracle is torch's own backward on the GPU (its CUDA kernels,
+symbolic, lowered) and run on onnxruntime's CPU, or on another execution provider with --provider (onnxruntime-gpu's
+CUDAExecutionProvider: bench/cuda_ep.py runs both). The oracle is torch's own backward on the GPU (its CUDA kernels,
 float32, summed with atomics: tolerance TOLERANCE of dY's scale). A call the project refuses is counted with its
 reason. Exit status 1 if any gradient differs. First it prints where torch's nearest forward on the device picks
 other rows than its CPU kernel (the project follows the CPU kernel).
@@ -62,21 +63,22 @@ def torch_grad(call: torch_conv.TorchInterpolate, dy: np.ndarray, device: str) -
     return x.grad.cpu().numpy()
 
 
-def lowered_grads(call: torch_conv.TorchInterpolate, dy: np.ndarray, semantics: str) -> dict:
+def lowered_grads(call: torch_conv.TorchInterpolate, dy: np.ndarray, semantics: str,
+                  provider: str = "CPUExecutionProvider") -> dict:
     """{"static": dX, "dynamic": dX}: the gradient of `call`'s map built lowered from the map itself (exact), and its
     ONNX ResizeGrad spelling (the closest within SPELLING_TOLERANCE where torch's float coordinates have no exact
-    one) with N and the spatial dims symbolic, lowered; both run on onnxruntime's CPU. "dynamic" is absent where
+    one) with N and the spatial dims symbolic, lowered; both run on onnxruntime's `provider`. "dynamic" is absent where
     no ONNX spelling states the map (a framework's filter)."""
     res = torch_conv.to_canonical(call)
     feeds = {"dY": dy, "X": np.zeros(res.in_shape, np.float32)}
-    out = {"static": run_model(build_lowered(res, np.float32), feeds)[0]}
+    out = {"static": run_model(build_lowered(res, np.float32), feeds, provider)[0]}
     try:
         spec, _ = onnx_conv.from_canonical(res, op_type="ResizeGrad", semantics=semantics,
                                            tolerance=SPELLING_TOLERANCE, closest=False)
     except DescError:
         return out
     model = make_symbolic(build_resize_grad(spec, np.float32))
-    out["dynamic"] = run_model(lower(model, semantics=semantics)[0], feeds)[0]
+    out["dynamic"] = run_model(lower(model, semantics=semantics)[0], feeds, provider)[0]
     return out
 
 
@@ -106,6 +108,8 @@ def main(argv=None) -> int:
     p.add_argument("--cases", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda", help="torch's device for the oracle (cpu for a run without a GPU)")
+    p.add_argument("--provider", default="CPUExecutionProvider", help="onnxruntime's execution provider for the "
+                   "lowered models (CUDAExecutionProvider needs onnxruntime-gpu)")
     args = p.parse_args(argv)
     import onnxruntime
     import torch
@@ -114,7 +118,13 @@ def main(argv=None) -> int:
         return 2
     semantics = onnx_conv.installed_semantics()
     name = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"
-    print(f"torch {torch.__version__} on {name}; onnxruntime {onnxruntime.__version__} CPU ({semantics})")
+    print(f"torch {torch.__version__} on {name}; onnxruntime {onnxruntime.__version__} {args.provider} ({semantics})")
+    try:                      # the provider starts (no silent fallback to the CPU), before any case counts
+        lowered_grads(torch_conv.TorchInterpolate([1, 1, 2], mode="linear", size=[3]), np.ones((1, 1, 3), np.float32),
+                      semantics, args.provider)
+    except DescError as e:
+        print(f"cuda_oracle: {e}")
+        return 2
     for line in forward_pick_differences(args.device):
         print(line)
     rng, counts, worst = np.random.default_rng(args.seed), {"agree": 0, "differ": 0, "refused": 0}, 0.0
@@ -124,7 +134,7 @@ def main(argv=None) -> int:
         try:
             res = torch_conv.to_canonical(call)
             dy = rng.standard_normal(res.out_shape).astype(np.float32)
-            ours = lowered_grads(call, dy, semantics)
+            ours = lowered_grads(call, dy, semantics, args.provider)
         except DescError as e:
             counts["refused"] += 1
             print(f"case {k} refused: {call.to_json()}: {str(e)[:160]}")

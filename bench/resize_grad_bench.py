@@ -123,6 +123,8 @@ ISSUE34 = [  # issue 34's kinds on another shape: the cases over torch in its ta
     Case("i34 align_corners 2x", "bilinear", X34, scales=(2.0, 2.0), align_corners=True),
     Case("i34 bilinear 2x, opset 17", "bilinear", X34, scales=(2.0, 2.0), opset=17),
     Case("i34 bicubic 2x", "bicubic", X34, scales=(2.0, 2.0)),
+    Case("i34 bilinear x0.5", "bilinear", X34, scales=(0.5, 0.5)),          # F.interpolate(scale_factor=0.5)
+    Case("i34 nearest x0.5, opset 17", "nearest", X34, scales=(0.5, 0.5), opset=17),
 ]
 QUICK = [
     Case("bilinear 2x 1x8x32^2", "bilinear", (1, 8, 32, 32), scales=(2.0, 2.0)),
@@ -284,21 +286,24 @@ def _ort_call(model, feeds, threads):
     return lambda: sess.run(None, feeds)
 
 
-def _torch_call(case: Case, dy, threads):
+def _torch_call(case: Case, dy, threads, device: str = "cpu"):
+    """One torch backward of the case (float32), or None without torch; on a GPU the call waits for it."""
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(threads)
-    x = torch.zeros(case.shape, requires_grad=True)
+    x = torch.zeros(case.shape, requires_grad=True, device=device)
     kw = {"align_corners": case.align_corners} if case.torch_mode != "nearest" else {}
     if case.scales:
         kw["scale_factor"] = case.scales
     else:
         kw["size"] = case.sizes
     y = torch.nn.functional.interpolate(x, mode=case.torch_mode, **kw)
-    g = torch.from_numpy(dy.astype(np.float32))
-    return lambda: torch.autograd.grad(y, x, g, retain_graph=True)
+    g = torch.from_numpy(dy.astype(np.float32)).to(device)
+    if device == "cpu":
+        return lambda: torch.autograd.grad(y, x, g, retain_graph=True)
+    return lambda: (torch.autograd.grad(y, x, g, retain_graph=True), torch.cuda.synchronize())
 
 
 def _versions() -> str:

@@ -107,10 +107,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _warn_without_cuda() -> None:
     """--keep-cuda keeps nodes only CUDA can run: say so when this onnxruntime has no CUDA provider."""
-    from .run import available_providers
+    from .run import available_providers, native_kernel_missing
     if "CUDAExecutionProvider" not in available_providers():
         print("dml-desc lower: warning: --keep-cuda keeps ResizeGrad nodes for CUDA, but this onnxruntime has no "
               "CUDAExecutionProvider (the CPU build?): those nodes will not run here", file=sys.stderr)
+    elif native_kernel_missing("CUDAExecutionProvider"):
+        print("dml-desc lower: warning: --keep-cuda keeps ResizeGrad nodes for CUDA, but this onnxruntime's CUDA "
+              "provider has no ResizeGrad kernel (onnxruntime-gpu; only the training builds have it): those nodes "
+              "will not run here", file=sys.stderr)
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -26,6 +26,11 @@ def onnxruntime():
     return ort
 
 
+# float32 exactly: onnxruntime's CUDA provider rounds MatMul and Conv inputs to TF32 by default (Ampere and newer),
+# which put the lowered MatMul forms 1e-4 to 8e-4 of dY's scale off the reference on an H100 (docs/cuda.md)
+PROVIDER_OPTIONS = {"CUDAExecutionProvider": {"use_tf32": "0"}}
+
+
 def available_providers() -> list:
     """The execution providers of the installed onnxruntime build (e.g. ['CPUExecutionProvider'])."""
     return onnxruntime().get_available_providers()
@@ -45,7 +50,30 @@ def session(model: onnx.ModelProto | bytes | str, provider: str = "CPUExecutionP
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.log_severity_level = 3
     data = model if isinstance(model, (bytes, str)) else model.SerializeToString()
-    return ort.InferenceSession(data, opts, providers=[provider])
+    sess = ort.InferenceSession(data, opts, providers=[(provider, PROVIDER_OPTIONS.get(provider, {}))])
+    started = sess.get_providers()
+    require(started[:1] == [provider], "provider", provider,
+            f"did not start in this onnxruntime {ort.__version__} (it has {', '.join(ort.get_available_providers())}"
+            f"; the session fell back to {', '.join(started)}): a run here would not test {provider}")
+    return sess
+
+
+def native_kernel_missing(provider: str) -> str | None:
+    """None where this onnxruntime starts a com.microsoft ResizeGrad session on `provider`, else why not: onnxruntime
+    registers the kernel only in its training builds, on CUDA (onnxruntime-gpu has the CUDA provider without it)."""
+    import numpy as np
+
+    from dml_desc.conventions.onnx import OnnxResize
+
+    from .build import build_resize_grad
+    r = OnnxResize([1, 1, 2, 2], {"mode": "linear"}, scales=[1.0, 1.0, 2.0, 2.0], op_type="ResizeGrad")
+    try:
+        session(build_resize_grad(r, np.float32), provider)
+    except Exception as e:             # onnxruntime's NOT_IMPLEMENTED or FAIL (its exception classes vary by version)
+        return (f"this onnxruntime {onnxruntime().__version__} has no com.microsoft ResizeGrad kernel on {provider} "
+                f"(onnxruntime registers one only in its training builds, on CUDA): "
+                f"{str(e).splitlines()[0][:160]}")
+    return None
 
 
 def run_model(model: onnx.ModelProto | bytes | str, feeds: dict[str, np.ndarray],

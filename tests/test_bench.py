@@ -93,3 +93,15 @@ def test_cuda_oracle_runs_on_the_cpu_and_agrees_with_torch(capsys):
     assert cuda_oracle.main(["--device", "cpu", "--cases", "8", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert "0 differ" in out and "nearest-exact: cpu forward picks differ from the CPU kernel's on 0 of 4096" in out
+
+
+def test_cuda_ep_runs_its_checks_on_the_cpu_provider(capsys):
+    """bench/cuda_ep.py (onnxruntime-gpu on a GPU machine; docs/cuda.md) dry-runs on the CPU provider: the lowered
+    models match the reference and repeat bitwise, and the antialias probe runs every line in its child process."""
+    pytest.importorskip("torch", reason="torch is not installed: the time column is torch's backward")
+    import cuda_ep
+    assert cuda_ep.main(["--provider", "CPUExecutionProvider", "--set", "issue34", "-k", "112->41, opset 17",
+                         "--rounds", "1", "--probe"]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 rows exact" in out and "antialias Resize rank 5 axes (2, 3, 4) linear: CPUExecutionProvider" in out
+    assert out.count("antialias Resize rank") == 22 and "aborted" not in out

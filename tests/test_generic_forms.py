@@ -78,7 +78,7 @@ CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
     (dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), ["N", 3, "L"], [1, 1, 8], 17,
      "generic conv x8 (zero pad 4+4, fold 1)"),
     (dict(LINEAR, coordinate_transformation_mode="half_pixel_symmetric"), [1, 2, "D", "H", "W"],
-     [1, 1, 2, 2, 2], 19, "generic Resize(linear, antialias) x1/2"),
+     [1, 1, 2, 2, 2], 19, "dynamic"),       # no 5-D antialiased Resize (CUDA computes it wrong): the run-time path
     (LINEAR, ["N", 2, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "dynamic"),   # volumes: the run-time path by rule
     ({"mode": "cubic"}, ["N", 3, "H", "W"], [1, 1, 2, 2], 17, "generic separable conv x2 (zero pad 3+3, fold 2)"),
     ({"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel", "cubic_coeff_a": -0.5},
@@ -422,3 +422,88 @@ def test_kron_pairs_takes_rows_of_32_where_they_fit_at_run_time(opset, narrow):
             assert static.rewrites[0].forms[-1] == "kron-pairs matmul 32->16"
             if opset == 20:
                 assert dx.tobytes() == run(static.model, shape, scales, seed=1)[1].tobytes()
+
+
+# Integer downsampling: the scatter form (generic_forms.DownsampleForm), each dY row into its own block of X
+ASYM_FLOOR = dict(NEAREST, coordinate_transformation_mode="asymmetric", nearest_mode="floor")   # torch's export
+DOWN = [  # (attrs, X dims, scales, opset, the name of each axis's form)
+    (LINEAR, ["N", 8, "H", "W"], [1, 1, 0.5, 0.5], 17, "generic scatter x1/2"),            # torch's bilinear x0.5
+    (LINEAR, ["N", "C", "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2"),
+    (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.5, 0.5], 13, "generic scatter x1/2"),      # one row of 2: a mask
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2"),
+    (LINEAR, ["N", 3, "L"], [1, 1, 0.25], 19, "generic scatter x1/4"),                     # rows 1 and 2 of 4
+    (dict(LINEAR, coordinate_transformation_mode="asymmetric"), ["N", 2, "H", "W"], [1, 1, 0.5, 0.25], 11,
+     "generic scatter x1/"),
+    (LINEAR, [1, 2, "D", "H", "W"], [1, 1, 0.5, 0.5, 0.5], 19, "generic scatter x1/2"),
+]
+DOWN_SIZES = [(4, 4, 4), (5, 7, 9), (16, 9, 4), (33, 20, 6), (113, 64, 5)]     # every length at least 1/scale
+
+
+@pytest.mark.parametrize("attrs, dims, scales, opset, form", DOWN)
+def test_scatter_is_bitwise_the_reference_gradient_on_odd_and_even_lengths(attrs, dims, scales, opset, form):
+    """Whole blocks only and a tail of X rows no dY reaches (the If's two branches): bitwise the reference (the
+    weights are powers of two), no op of the run-time path, and the checker passes."""
+    lowered, report = lower(grad_model(attrs, dims, scales, opset), semantics=INSTALLED)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert report[0].dynamic and all(f.startswith(form) for f in report[0].forms), report[0].forms
+    assert not all_ops(lowered.graph) & GENERAL_PATH_OPS and "Resize" in all_ops(lowered.graph)
+    for k, sizes in enumerate(DOWN_SIZES):
+        it = iter(sizes)
+        shape = [d if isinstance(d, int) else (2, 3)[a] if a < 2 else next(it) for a, d in enumerate(dims)]
+        dy, dx = run(lowered, shape, scales, seed=k)
+        np.testing.assert_array_equal(dx, reference(attrs, shape, scales, dy).astype(np.float32))
+
+
+@pytest.mark.parametrize("attrs, scales", [
+    ({"mode": "cubic"}, [1, 1, 0.5, 0.5]),                                  # taps across blocks, clamped at edges
+    (dict(LINEAR, coordinate_transformation_mode="pytorch_half_pixel"), [1, 1, 0.5, 0.5]),   # one dY row: x = 0
+    (dict(LINEAR, antialias=1), [1, 1, 0.5, 0.5]),                          # a wider filter
+    (LINEAR, [1, 1, 1 / 3, 1 / 3]),                                         # float32 1/3: weights 1 - 3e-8, 3e-8
+    (LINEAR, [1, 1, 0.5, 2]),                                               # down and up
+])
+def test_downsampling_the_scatter_cannot_state_keeps_the_run_time_path(attrs, scales):
+    lowered, report = lower(grad_model(attrs, ["N", 2, "H", "W"], scales, 19), semantics=INSTALLED)
+    assert report[0].forms[0].startswith("dynamic"), report[0].forms
+    dy, dx = run(lowered, [2, 2, 13, 12], scales)
+    np.testing.assert_allclose(dx, reference(attrs, [2, 2, 13, 12], scales, dy), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dy_shape", [(1, 2, 3, 4), (1, 2, 4, 3), (1, 2, 2, 8), (2, 2, 4, 4), (1, 2, 5, 4)])
+def test_scatter_refuses_a_dy_that_is_not_x_over_the_scales(dy_shape):
+    """X 1x2x9x8 at scales 1/2 gives dY 1x2x4x4: every other dY shape is onnxruntime's error, never a result."""
+    lowered, _ = lower(grad_model(LINEAR, ["N", 2, "H", "W"], [1, 1, 0.5, 0.5], 17), semantics=INSTALLED)
+    sess = session(lowered)
+    x = np.zeros((1, 2, 9, 8), np.float32)
+    assert sess.run(None, {"dY": np.ones((1, 2, 4, 4), np.float32), "X": x})[0].sum() == 32
+    with pytest.raises(Exception, match="(?i)shape|dimension"):
+        sess.run(None, {"dY": np.zeros(dy_shape, np.float32), "X": np.zeros((1, 2, 9, 8), np.float32)})
+
+
+@pytest.mark.parametrize("attrs, opset", [(LINEAR, 17), (ASYM_FLOOR, 17), (NEAREST, 19)])
+def test_scatter_is_onnxruntimes_forward_transposed(attrs, opset):
+    """<Resize(x), dY> = <x, dX> with onnxruntime's own forward Resize (scales 1/2) on odd and even shapes."""
+    scales = [1, 1, 0.5, 0.5]
+    lowered, report = lower(grad_model(attrs, ["N", 4, "H", "W"], scales, opset), semantics=INSTALLED)
+    assert report[0].forms[0].startswith("generic scatter")
+    forward = helper.make_model(helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], **attrs)], "f",
+        [helper.make_tensor_value_info("x", F32, ["N", 4, "H", "W"])], [helper.make_tensor_value_info("y", F32, None)],
+        [numpy_helper.from_array(np.asarray(scales, np.float32), "s")]), ir_version=9,
+        opset_imports=[helper.make_opsetid("", opset)])
+    for k, shape in enumerate([(2, 4, 3, 5), (1, 4, 2, 2), (3, 4, 16, 9), (1, 4, 57, 64)]):
+        dy, dx = run(lowered, shape, scales, seed=k)
+        x = np.random.default_rng(10 + k).standard_normal(shape).astype(np.float32)
+        y = session(forward).run(None, {"x": x})[0]
+        assert y.shape == dy.shape
+        lhs, rhs = np.vdot(y.astype(np.float64), dy), np.vdot(x.astype(np.float64), dx)
+        assert abs(lhs - rhs) <= 1e-5 * (np.abs(y).sum() * np.abs(dy).max() + 1), (lhs, rhs)
+
+
+@pytest.mark.parametrize("elem, form, tol", [(F16, "generic scatter x1/2", 1e-3), (F64, "dynamic", 1e-12)])
+def test_scatter_runs_float16_in_float32_and_leaves_double_to_the_run_time_path(elem, form, tol):
+    """onnxruntime's CPU Resize has no double kernel: double keeps the run-time path; float16 is cast around."""
+    lowered, report = lower(grad_model(LINEAR, ["N", 2, "H", "W"], [1, 1, 0.5, 0.5], 17, elem), semantics=INSTALLED)
+    assert report[0].forms[0].startswith(form)
+    dy, dx = run(lowered, [2, 2, 9, 6], [1, 1, 0.5, 0.5], elem)
+    assert dx.dtype == NP[elem]
+    np.testing.assert_allclose(dx, reference(LINEAR, [2, 2, 9, 6], [1, 1, 0.5, 0.5], dy), rtol=tol, atol=tol)

@@ -3,6 +3,7 @@ found by a review of the merged tree)."""
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,24 @@ def test_run_model_refuses_an_unknown_provider():
     for bad in (["Bogus"], "Bogus", "CPUExecutionProviderr"):
         with pytest.raises(DescError, match="provider"):
             run_model(model, feeds, provider=bad)
+
+
+def test_run_model_refuses_a_provider_that_falls_back_to_the_cpu():
+    """onnxruntime runs a session on its CPU, with a warning, when the provider asked for is missing or fails to
+    start (a CPU build, CUDA libraries not found): a CUDA check would then pass on the CPU. run_model refuses."""
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    missing = next((p for p in ort.get_all_providers() if p not in ort.get_available_providers()), None)
+    if missing is None:
+        pytest.skip("this onnxruntime has every provider it knows")
+    from onnx_ops.build import build_gradient
+    from onnx_ops.run import run_model
+    res, _ = conventions.load("torch", {"input_shape": [1, 1, 4], "mode": "linear", "size": [8]})
+    model, _ = build_gradient(res, lowered=True, semantics=INSTALLED)
+    feeds = {"dY": np.ones((1, 1, 8), np.float32), "X": np.zeros((1, 1, 4), np.float32)}
+    with warnings.catch_warnings(), pytest.raises(DescError, match=f"{missing}.*did not start.*fell back to "
+                                                  "CPUExecutionProvider"):
+        warnings.simplefilter("ignore")            # onnxruntime's own: "Specified provider ... is not in available"
+        run_model(model, feeds, provider=missing)
 
 
 def test_run_on_onnxruntime_builds_a_map_onnx_cannot_spell(tmp_path):

@@ -61,7 +61,8 @@ class OnnxruntimeBackend(Builtin):
                     "onnxruntime-gpu, or onnxruntime-training 1.19.2 for CUDA 11.8 and the native ResizeGrad")
         if self.native and self.provider != "CUDAExecutionProvider":
             return f"onnxruntime implements the com.microsoft ResizeGrad kernel only on CUDA, not on {self.provider}"
-        return None
+        from onnx_ops.run import native_kernel_missing
+        return native_kernel_missing(self.provider) if self.native else None
 
     def run(self, description, dy, dtype):
         """dX from the model `dml-desc build` writes for the ONNX description, run on the provider."""

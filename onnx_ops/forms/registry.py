@@ -124,7 +124,7 @@ def generic(name: str, holds: Callable, emit: Callable, rule: Callable | None = 
     taken where also `rule(form, g)` (the measured rule); `emit(em, src, g, form) -> dX`."""
     return Scope(GENERIC, name, lambda g: g.form if g.form is not None and holds(g.form, g) else None,
                  lambda em, src, g, form: (emit(em, src, g, form), form.names(name, em.opset)),
-                 prefer=(lambda g: g.form is None or rule(g.form, g)) if rule else _always)
+                 prefer=(lambda g: g.form is None or not holds(g.form, g) or rule(g.form, g)) if rule else _always)
 
 
 def run_time(name: str, applies: Callable, emit: Callable) -> Scope:
@@ -228,6 +228,9 @@ REGISTRY = (
                 lambda g, p: resize_cost(g.res, p[0]), _emit_resize, PREFER_RESIZE),
          generic("resize", lambda f, g: f.resize is not None and g.float32 and g.opset >= 18,
                  _checked(generic_emit.emit_resize), rule=lambda f, g: f.prefer_resize)),
+    # integer downsampling whose gradient writes each dY row into its own block of X: shape-generic only (static
+    # lengths take kron, gather or conv_transpose); float32 (onnxruntime's CPU Resize)
+    Form("scatter", generic("scatter", lambda f, g: f.down and g.float32, _checked(generic_emit.emit_scatter))),
     # integer-factor linear / cubic as depthwise Convs (onnx_ops.forms.filter_conv): static where estimated cheaper
     # than the per-axis plan (its cost fitted in onnx_ops.forms.cost); shape-generic by rule, one Conv per axis
     # above SEPARABLE_TAPS taps per output (its folds slice at run time: from opset 10)

@@ -43,6 +43,10 @@ Spellings (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), th
           rule) or Split + Add per other axis; by rule where `kron_pairs_faster` (nearest x2).
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
+- scatter: integer downsampling (scales 1/k, k in 2..8; DownsampleForm) where each dY row reaches only its own
+          block of k X rows, with one weight (linear half_pixel x1/2: both rows 1/2; nearest: one row): dY times the
+          weights, one nearest Resize x k, the block rows dY does not reach zeroed (Where), X's rows past the last
+          whole block (n - k * floor(n / k) of them) padded with zeros. Proven as the others, for every n in FAMILY.
 Emission is in onnx_ops.forms.generic_emit. Each starts with a check that dY's shape is X's times the factors.
 `dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among the applicable spellings and the
 general path (the registry's `ranked`) by measurements, when asked.
@@ -84,6 +88,7 @@ class GenericForm:
     resize: dict | None = None      # a proven Resize spelling (float32 / float16 only)
     prefer_resize: bool = False     # the static lowering takes that Resize at the stand-in shape
     emit_axes: dict | None = None   # axis -> the AxisForm the convs emit (`emitted`: proven), None: `axes`
+    down = False                    # upsampling (DownsampleForm: downsampling)
 
     @property
     def block(self) -> bool:
@@ -153,7 +158,47 @@ class GenericForm:
         return tuple(name(a, f) for a, f in self.axes.items())       # in the order of the Rewrite's axes
 
 
-def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericForm | None:
+DOWN_FACTORS = range(2, 9)
+
+
+@dataclass(frozen=True)
+class DownAxis:
+    """One axis downsampled by k: X's block o (rows k*o .. k*o + k - 1) holds `weight` x dY[o] on the rows `reach`
+    marks and 0 on the others; X's rows past the last whole block hold 0."""
+    k: int
+    weight: float
+    reach: tuple          # k bools
+
+    @property
+    def factor(self) -> float:
+        """The scale (1/k), as the calibration signature records it (2 would be upsampling's)."""
+        return 1 / self.k
+
+    def matrix(self, n: int) -> np.ndarray:
+        """The (n, n // k) gradient table this axis stands for."""
+        table = np.zeros((n, n // self.k))
+        for j in np.flatnonzero(self.reach):
+            table[np.arange(n // self.k) * self.k + j, np.arange(n // self.k)] = self.weight
+        return table
+
+
+@dataclass(frozen=True)
+class DownsampleForm:
+    """A whole node's shape-generic downsampling form: per resized axis a DownAxis; `channels` X's dim 1 when
+    static. The upsampling spellings read `block`, `spatial` and `resize` and never hold here."""
+    axes: dict            # axis -> DownAxis
+    rank: int
+    channels: int | None = None
+    down = True
+    block = spatial = False
+    resize = None
+
+    def names(self, kind: str, opset: int) -> tuple:
+        """The per-axis form names the lowering report prints, e.g. 'generic scatter x1/2'."""
+        return tuple(f"generic {kind} x1/{f.k}" for f in self.axes.values())
+
+
+def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericForm | DownsampleForm | None:
     """The shape-generic form of a ResizeGrad with constant `scales` (None: run time) on `axes` ((axis, position
     in scales) per axis it may resize), X's `dims` (ints or symbolic); None where no form is proven."""
     if scales is None or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
@@ -165,6 +210,9 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
     if ctm not in GENERIC_CTMS:
         return None
     key = tuple(sorted((k, str(v)) for k, v in attrs.items() if k not in IGNORED))
+    factors = {axis: float(np.float32(scales[pos])) for axis, pos in axes}
+    if factors and all(f < 1 for f in factors.values()):
+        return _downsample_form(key, factors, dims, opset)
     forms = {}
     for axis, pos in axes:
         factor = float(np.float32(scales[pos]))
@@ -183,6 +231,63 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
         return None
     resize, prefer = _proven_resize(attrs, forms, dims, opset)
     return replace(form, resize=resize, prefer_resize=prefer) if resize is not None else form
+
+
+def _downsample_form(key: tuple, factors: dict, dims, opset: int) -> DownsampleForm | None:
+    """The DownsampleForm of scales 1/k on every resized axis, each axis proven for every length; else None."""
+    forms = {}
+    for axis, factor in factors.items():
+        k = round(1 / factor)
+        if k not in DOWN_FACTORS or float(np.float32(1 / k)) != factor:
+            return None
+        forms[axis] = proven_down_axis(key, k, opset)
+        if forms[axis] is None:
+            return None
+    return DownsampleForm(forms, len(dims), dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None)
+
+
+@lru_cache(maxsize=256)
+def proven_down_axis(key: tuple, k: int, opset: int) -> DownAxis | None:
+    """The DownAxis of one axis scaled by 1/k (node attributes `key`): the block read from one length's middle
+    column, checked for every n in FAMILY under every tie semantics; None where any differs, or where a nearest
+    Resize x k (the scatter's) does not repeat each row k times for every length."""
+    attrs = {name: _parse(v) for name, v in key}
+    factor = float(np.float32(1 / k))
+    if opset < 11 or not _nearest_repeats(k, opset):
+        return None
+    lengths = [n for n in FAMILY if n >= k for _ in onnx_conv.SEMANTICS]     # n < k: an empty dY, refused
+    try:
+        tables = [resize_grad_taps(attrs, factor, n, opset, s) for n in FAMILY if n >= k for s in onnx_conv.SEMANTICS]
+    except DescError:
+        return None
+    probe = resize_grad_taps(attrs, factor, PROBE_N, opset, onnx_conv.SEMANTICS[0])
+    o = probe.shape[1] // 2
+    block = probe[k * o:k * o + k, o]
+    weights = block[block != 0]
+    if not len(weights) or not np.all(weights == weights[0]):
+        return None
+    form = DownAxis(k, float(weights[0]), tuple(bool(w) for w in block != 0))
+    if all(t.shape == (n, n // k) and np.allclose(t, form.matrix(n), rtol=0, atol=1e-12)
+           for t, n in zip(tables, lengths)):
+        return form
+    return None
+
+
+@lru_cache(maxsize=16)
+def _nearest_repeats(k: int, opset: int) -> bool:
+    """The scatter's Resize (nearest, asymmetric, floor, scale k) reads row o // k for output o, every length."""
+    from dml_desc.weights import forward_taps
+    for m in FAMILY:
+        for semantics in onnx_conv.SEMANTICS:
+            r = onnx_conv.to_canonical(onnx_conv.OnnxResize([m], dict(SCATTER_RESIZE), scales=[float(k)],
+                                                            opset=opset), semantics)
+            if r.out_shape != (k * m,) or not np.array_equal(forward_taps(r.axes[0], r).dense(),
+                                                             np.repeat(np.eye(m), k, axis=0)):
+                return False
+    return True
+
+
+SCATTER_RESIZE = (("mode", "nearest"), ("coordinate_transformation_mode", "asymmetric"), ("nearest_mode", "floor"))
 
 
 @lru_cache(maxsize=256)
