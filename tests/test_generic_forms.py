@@ -431,10 +431,8 @@ DOWN = [  # (attrs, X dims, scales, opset, the name of each axis's form)
     (LINEAR, ["N", "C", "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2"),
     (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.5, 0.5], 13, "generic scatter x1/2"),      # one row of 2: a mask
     (NEAREST, ["N", 3, "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2"),
-    (LINEAR, ["N", 3, "L"], [1, 1, 0.25], 19, "generic scatter x1/4"),                     # rows 1 and 2 of 4
-    (dict(LINEAR, coordinate_transformation_mode="asymmetric"), ["N", 2, "H", "W"], [1, 1, 0.5, 0.25], 11,
-     "generic scatter x1/"),
-    (LINEAR, [1, 2, "D", "H", "W"], [1, 1, 0.5, 0.5, 0.5], 19, "generic scatter x1/2"),
+    (dict(LINEAR, coordinate_transformation_mode="asymmetric"), ["N", 2, "H", "W"], [1, 1, 0.5, 0.5], 11,
+     "generic scatter x1/2"),                                                           # one row of 2, opset 11
 ]
 DOWN_SIZES = [(4, 4, 4), (5, 7, 9), (16, 9, 4), (33, 20, 6), (113, 64, 5)]     # every length at least 1/scale
 
@@ -460,6 +458,8 @@ def test_scatter_is_bitwise_the_reference_gradient_on_odd_and_even_lengths(attrs
     (dict(LINEAR, antialias=1), [1, 1, 0.5, 0.5]),                          # a wider filter
     (LINEAR, [1, 1, 1 / 3, 1 / 3]),                                         # float32 1/3: weights 1 - 3e-8, 3e-8
     (LINEAR, [1, 1, 0.5, 2]),                                               # down and up
+    (LINEAR, [1, 1, 0.25, 0.25]),           # proven, but onnxruntime's Resize x4 is slow (scatter.resize_fits)
+    (LINEAR, [1, 1, 1, 0.5]),               # one axis: no fast 2x Resize kernel either
 ])
 def test_downsampling_the_scatter_cannot_state_keeps_the_run_time_path(attrs, scales):
     lowered, report = lower(grad_model(attrs, ["N", 2, "H", "W"], scales, 19), semantics=INSTALLED)

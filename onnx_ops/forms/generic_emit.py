@@ -16,7 +16,7 @@ from .filter_conv import dims, emit_filter_conv
 from .kron_pairs import COLUMNS
 
 if TYPE_CHECKING:
-    from ..lowering.generic_forms import DownsampleForm, GenericForm
+    from ..lowering.generic_forms import GenericForm
 
 
 def shape_checked(emit):
@@ -33,45 +33,6 @@ def emit_resize(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     roi = em.const([], "roi", np.float32) if em.opset < 13 else ""
     resized = em.node("Resize", [dy, roi, em.const(scales, "scales", np.float32)], "resized", **form.resize)
     return em.scale(resized, float(math.prod(f.factor for f in form.axes.values())))
-
-
-def emit_scatter(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
-    """Integer downsampling: dY times the weights, one nearest Resize x k (each dY row into its block), times a 0/1
-    mask of the block rows dY reaches where some rows are not, and X's rows past the last whole block padded with
-    zeros; an If skips the Pad (a full copy) where there are none."""
-    src = em.scale(dy, float(math.prod(f.weight for f in form.axes.values())))
-    mask = _reach_mask(em, dy, form)
-    ks = em.const([form.axes[a].k if a in form.axes else 1 for a in range(form.rank)], "ks", np.int64)
-    tail = em.node("Sub", [em.node("Shape", [x], "xshape"), em.node("Mul", [em.node("Shape", [dy], "dyshape"), ks],
-                                                                          "blocks")], "tail")
-    pads = em.node("Concat", [em.const([0] * form.rank, "head", np.int64), tail], "pads", axis=0)
-    whole = em.node("Equal", [em.node("ReduceMax", [tail], "longest", keepdims=0), em.const(0, "none", np.int64)],
-                    "whole")
-    return _if(em, whole, lambda: _scattered(em, src, mask, form),
-               lambda: em.node("Pad", [_scattered(em, src, mask, form), pads], "padded"), "scattered")
-
-
-def _scattered(em: Emitter, src: str, mask: str | None, form: DownsampleForm) -> str:
-    """src's rows repeated k times per resized axis (a nearest Resize), times the mask where there is one."""
-    from ..lowering.generic_forms import SCATTER_RESIZE
-    scales = [float(form.axes[a].k) if a in form.axes else 1.0 for a in range(form.rank)]
-    roi = em.const([], "roi", np.float32) if em.opset < 13 else ""
-    out = em.node("Resize", [src, roi, em.const(scales, "scales", np.float32)], "repeated", **dict(SCATTER_RESIZE))
-    return out if mask is None else em.node("Mul", [out, mask], "reached")
-
-
-def _reach_mask(em: Emitter, dy: str, form: DownsampleForm) -> str | None:
-    """1 on the block rows dY reaches, 0 on the others, over the resized axes whose blocks have rows it does not
-    reach (broadcast over the rest); None where it reaches every row."""
-    mask = None
-    for a, f in form.axes.items():
-        if all(f.reach):
-            continue
-        m = dims(em, em.node("Shape", [dy], "dyshape"), a, a + 1)
-        rows = em.node("Tile", [em.const([float(r) for r in f.reach], "reach"), m], "rows")
-        rows = em.node("Reshape", [rows, em.const([-1] + [1] * (form.rank - 1 - a), "rows_shape", np.int64)], "rows")
-        mask = rows if mask is None else em.node("Mul", [mask, rows], "mask")
-    return mask
 
 
 def _block_weight(form: GenericForm) -> float:
@@ -120,10 +81,10 @@ def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: s
     fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
     narrow = (lambda: em.node("Reshape", [emit_pool(em, dy, x, form), checked], "checked")) \
         if len(form.axes) > 1 and form.pool_fits(em.opset) else (lambda: _kron_pairs(em, dy, x, form, checked, k))
-    return _if(em, fits, lambda: _kron_pairs(em, dy, x, form, checked, widest), narrow)
+    return emit_if(em, fits, lambda: _kron_pairs(em, dy, x, form, checked, widest), narrow)
 
 
-def _if(em: Emitter, cond: str, then_branch, else_branch, what: str = "kron_pairs") -> str:
+def emit_if(em: Emitter, cond: str, then_branch, else_branch, what: str = "kron_pairs") -> str:
     """One If node on `cond`: each branch's nodes emitted by its function into a subgraph (constants stay in the
     outer graph, read from the outer scope); its float output named after `what`."""
     outer, graphs = em.nodes, []

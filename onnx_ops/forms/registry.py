@@ -34,7 +34,7 @@ from .conv_transpose import conv_transpose_form, emit_conv_transpose
 from .cost import KRON_MARGIN, PREFER_RESIZE, conv_cost, filter_conv_cost, kron_cost, pool_cost, resize_cost
 from .deconv import combined, deconv_form, emit_conv
 from .emitter import Emitter, is_symbolic
-from . import dynamic, filter_conv, generic_emit, kron_pairs
+from . import dynamic, filter_conv, generic_emit, kron_pairs, scatter
 from .kron import emit_kron, kron_form
 from .resize import emit_resize, find_resize
 
@@ -217,6 +217,14 @@ REGISTRY = (
          static(lambda g: conv_transpose_form(g.res) if g.float32 else None, lambda g, p: conv_cost(g.res),
                 lambda em, src, g, p: (emit_conv_transpose(em, src, g.res, p), _per_axis(g, "conv_transpose")),
                 prefer=_no_kron)),
+    # integer downsampling whose gradient writes each dY row into its own block of X (onnx_ops.forms.scatter):
+    # static where estimated cheaper (after kron, which takes whole blocks as fast), shape-generic by rule; float32
+    # (onnxruntime's CPU Resize) from opset 11 (Resize's coordinate_transformation_mode)
+    Form("scatter",
+         static(lambda g: scatter.static_form(g.res) if g.float32 and g.opset >= 11 else None,
+                lambda g, p: scatter.cost(g.res, p, np.dtype(g.acc).itemsize),
+                lambda em, src, g, p: scatter.emit_static(em, src, g.res, p)),
+         generic("scatter", lambda f, g: f.down and g.float32, _checked(scatter.emit_generic))),
     # block sums as Reshape + ReduceSum (shape-generic in float64 too)
     Form("block-sum",
          static(lambda g: (g.blocks or None) if g.float32 else None, lambda g, p: conv_cost(g.res),
@@ -228,9 +236,6 @@ REGISTRY = (
                 lambda g, p: resize_cost(g.res, p[0]), _emit_resize, PREFER_RESIZE),
          generic("resize", lambda f, g: f.resize is not None and g.float32 and g.opset >= 18,
                  _checked(generic_emit.emit_resize), rule=lambda f, g: f.prefer_resize)),
-    # integer downsampling whose gradient writes each dY row into its own block of X: shape-generic only (static
-    # lengths take kron, gather or conv_transpose); float32 (onnxruntime's CPU Resize)
-    Form("scatter", generic("scatter", lambda f, g: f.down and g.float32, _checked(generic_emit.emit_scatter))),
     # integer-factor linear / cubic as depthwise Convs (onnx_ops.forms.filter_conv): static where estimated cheaper
     # than the per-axis plan (its cost fitted in onnx_ops.forms.cost); shape-generic by rule, one Conv per axis
     # above SEPARABLE_TAPS taps per output (its folds slice at run time: from opset 10)

@@ -43,10 +43,11 @@ Spellings (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), th
           rule) or Split + Add per other axis; by rule where `kron_pairs_faster` (nearest x2).
 - block:  nearest otherwise: Reshape (X's dims and the factors) + ReduceSum (also float64).
 - resize: one Resize (antialias, scales 1/f) where the static lowering takes that form and it is proven.
-- scatter: integer downsampling (scales 1/k, k in 2..8; DownsampleForm) where each dY row reaches only its own
-          block of k X rows, with one weight (linear half_pixel x1/2: both rows 1/2; nearest: one row): dY times the
-          weights, one nearest Resize x k, the block rows dY does not reach zeroed (Where), X's rows past the last
-          whole block (n - k * floor(n / k) of them) padded with zeros. Proven as the others, for every n in FAMILY.
+- scatter: integer downsampling (scales 1/k; DownsampleForm, onnx_ops.forms.scatter) where each dY row reaches
+          only its own block of k X rows, with one weight (linear half_pixel x1/2: both rows 1/2; nearest: one
+          row): dY times the weights, one nearest Resize x k, a 0/1 mask of the block rows dY reaches, X's rows
+          past the last whole block padded with zeros. Proven as the others, for every n in FAMILY; taken only
+          where onnxruntime's Resize has its fast 2x kernel (4-D, H and W halved: `resize_fits`).
 Emission is in onnx_ops.forms.generic_emit. Each starts with a check that dY's shape is X's times the factors.
 `dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among the applicable spellings and the
 general path (the registry's `ranked`) by measurements, when asked.
@@ -67,6 +68,7 @@ from ..bridge import middle_row_kernel
 from ..forms import POOL_MAX_OPSET, POOL_WINDOW
 from ..forms.filter_conv import FILTER_FACTORS, AxisForm, FilterConv, emitted, variants
 from ..forms.kron_pairs import COLUMNS
+from ..forms.scatter import DOWN_FACTORS, SCATTER_RESIZE, DownAxis, DownsampleForm, block_of, resize_fits
 from ..model import resize_reader_opset
 
 GENERIC_CTMS = ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric", "asymmetric", "tf_half_pixel_for_nn")
@@ -158,46 +160,6 @@ class GenericForm:
         return tuple(name(a, f) for a, f in self.axes.items())       # in the order of the Rewrite's axes
 
 
-DOWN_FACTORS = range(2, 9)
-
-
-@dataclass(frozen=True)
-class DownAxis:
-    """One axis downsampled by k: X's block o (rows k*o .. k*o + k - 1) holds `weight` x dY[o] on the rows `reach`
-    marks and 0 on the others; X's rows past the last whole block hold 0."""
-    k: int
-    weight: float
-    reach: tuple          # k bools
-
-    @property
-    def factor(self) -> float:
-        """The scale (1/k), as the calibration signature records it (2 would be upsampling's)."""
-        return 1 / self.k
-
-    def matrix(self, n: int) -> np.ndarray:
-        """The (n, n // k) gradient table this axis stands for."""
-        table = np.zeros((n, n // self.k))
-        for j in np.flatnonzero(self.reach):
-            table[np.arange(n // self.k) * self.k + j, np.arange(n // self.k)] = self.weight
-        return table
-
-
-@dataclass(frozen=True)
-class DownsampleForm:
-    """A whole node's shape-generic downsampling form: per resized axis a DownAxis; `channels` X's dim 1 when
-    static. The upsampling spellings read `block`, `spatial` and `resize` and never hold here."""
-    axes: dict            # axis -> DownAxis
-    rank: int
-    channels: int | None = None
-    down = True
-    block = spatial = False
-    resize = None
-
-    def names(self, kind: str, opset: int) -> tuple:
-        """The per-axis form names the lowering report prints, e.g. 'generic scatter x1/2'."""
-        return tuple(f"generic {kind} x1/{f.k}" for f in self.axes.values())
-
-
 def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericForm | DownsampleForm | None:
     """The shape-generic form of a ResizeGrad with constant `scales` (None: run time) on `axes` ((axis, position
     in scales) per axis it may resize), X's `dims` (ints or symbolic); None where no form is proven."""
@@ -243,6 +205,8 @@ def _downsample_form(key: tuple, factors: dict, dims, opset: int) -> DownsampleF
         forms[axis] = proven_down_axis(key, k, opset)
         if forms[axis] is None:
             return None
+    if not resize_fits(len(dims), {a: f.k for a, f in forms.items()}):
+        return None
     return DownsampleForm(forms, len(dims), dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None)
 
 
@@ -260,15 +224,11 @@ def proven_down_axis(key: tuple, k: int, opset: int) -> DownAxis | None:
         tables = [resize_grad_taps(attrs, factor, n, opset, s) for n in FAMILY if n >= k for s in onnx_conv.SEMANTICS]
     except DescError:
         return None
-    probe = resize_grad_taps(attrs, factor, PROBE_N, opset, onnx_conv.SEMANTICS[0])
-    o = probe.shape[1] // 2
-    block = probe[k * o:k * o + k, o]
-    weights = block[block != 0]
-    if not len(weights) or not np.all(weights == weights[0]):
-        return None
-    form = DownAxis(k, float(weights[0]), tuple(bool(w) for w in block != 0))
-    if all(t.shape == (n, n // k) and np.allclose(t, form.matrix(n), rtol=0, atol=1e-12)
-           for t, n in zip(tables, lengths)):
+    probe = onnx_conv.to_canonical(onnx_conv.OnnxResize([PROBE_N], attrs, scales=[factor], opset=opset,
+                                                        op_type="ResizeGrad"), onnx_conv.SEMANTICS[0])
+    form = block_of(gradient_taps(probe.axes[0], probe), k)
+    if form is not None and all(t.shape == (n, n // k) and np.allclose(t, form.matrix(n), rtol=0, atol=1e-12)
+                                for t, n in zip(tables, lengths)):
         return form
     return None
 
@@ -286,8 +246,6 @@ def _nearest_repeats(k: int, opset: int) -> bool:
                 return False
     return True
 
-
-SCATTER_RESIZE = (("mode", "nearest"), ("coordinate_transformation_mode", "asymmetric"), ("nearest_mode", "floor"))
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,162 @@
+"""scatter: integer downsampling whose gradient writes each dY row into its own block of X rows. For a scale 1/k
+the output has m = floor(n / k) rows, and for many maps (linear half_pixel x1/2: both rows of the block 1/2;
+nearest: one row 1) dY row o reaches only X rows k*o .. k*o + k - 1, with one weight; the rows past the last whole
+block get nothing. Spelled as dY times the weights, one nearest Resize x k, a 0/1 mask where a block has rows dY
+does not reach, and a Pad of the tail. Static maps are proven here from their taps; maps with run-time lengths in
+onnx_ops.lowering.generic_forms (every length of FAMILY), and take the If that skips the Pad."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dml_desc.canonical import Resampling
+from dml_desc.weights import Taps, gradient_taps
+
+from .cost import NS_PER_BYTE, NS_PER_NODE, PAD_NS_PER_BYTE
+from .emitter import Emitter
+from .filter_conv import dims
+from .generic_emit import emit_if
+from .resize import taps_close
+
+DOWN_FACTORS = range(2, 9)
+
+
+def resize_fits(rank: int, ks: dict) -> bool:
+    """Where onnxruntime's nearest Resize takes its fast 2x kernel: 4-D, H and W doubled. Elsewhere it measured
+    far slower than the run-time path (2 threads, onnxruntime 1.19.2, 0.15 ms on 4x48x112^2 doubled; x4: 3.2 ms;
+    only W doubled: 3.2 ms; 5-D 2x8x32x64^2 doubled: 13.4 ms), so the scatter takes only that case."""
+    return rank == 4 and ks == {2: 2, 3: 2}
+# The Resize: output o reads row o // k (proven for every length: onnx_ops.lowering.generic_forms._nearest_repeats)
+SCATTER_RESIZE = (("mode", "nearest"), ("coordinate_transformation_mode", "asymmetric"), ("nearest_mode", "floor"))
+
+
+@dataclass(frozen=True)
+class DownAxis:
+    """One axis downsampled by k: X's block o (rows k*o .. k*o + k - 1) holds `weight` x dY[o] on the rows `reach`
+    marks and 0 on the others; X's rows past the last whole block hold 0."""
+    k: int
+    weight: float
+    reach: tuple          # k bools
+
+    @property
+    def factor(self) -> float:
+        """The scale (1/k), as the calibration signature records it (2 would be upsampling's)."""
+        return 1 / self.k
+
+    def taps(self, n: int) -> Taps:
+        """The (n rows, n // k columns) gradient table this axis stands for."""
+        rows, m = np.arange(n), n // self.k
+        reached = (rows < self.k * m) & np.asarray(self.reach)[rows % self.k]
+        return Taps(np.minimum(rows // self.k, max(m - 1, 0))[:, None],
+                    np.where(reached, self.weight, 0.0)[:, None], m)
+
+    def matrix(self, n: int) -> np.ndarray:
+        """taps(n) as a dense (n, n // k) table."""
+        return self.taps(n).dense()
+
+
+@dataclass(frozen=True)
+class DownsampleForm:
+    """A whole node's downsampling form: per resized axis a DownAxis; `channels` X's dim 1 when static. The
+    upsampling spellings read `block`, `spatial` and `resize` and never hold here."""
+    axes: dict            # axis -> DownAxis
+    rank: int
+    channels: int | None = None
+    down = True
+    block = spatial = False
+    resize = None
+
+    def names(self, kind: str, opset: int) -> tuple:
+        """The per-axis form names the lowering report prints, e.g. 'generic scatter x1/2'."""
+        return tuple(f"generic {kind} x1/{f.k}" for f in self.axes.values())
+
+    @property
+    def weight(self) -> float:
+        """The product of the axes' weights (dY is scaled by it, on the small side)."""
+        return float(math.prod(f.weight for f in self.axes.values()))
+
+
+def block_of(taps: Taps, k: int) -> DownAxis | None:
+    """The DownAxis read from the middle column of a gradient table (rows = X), where its reached rows share one
+    weight; None otherwise (the caller checks the whole table)."""
+    o = taps.cols // 2
+    rows = range(k * o, k * o + k)
+    block = [float(taps.weight[r][taps.index[r] == o].sum()) for r in rows]
+    weights = [w for w in block if w != 0]
+    if not weights or any(w != weights[0] for w in weights):
+        return None
+    return DownAxis(k, weights[0], tuple(w != 0 for w in block))
+
+
+def static_form(res: Resampling) -> DownsampleForm | None:
+    """The DownsampleForm of a static map whose every resized axis is such a downsampling, proven on its taps."""
+    axes = {}
+    for a in res.resized_axes:
+        ax = res.axes[a]
+        n, m = ax.in_size, ax.out_size
+        k = n // m if 0 < m < n else 0
+        if k not in DOWN_FACTORS or n // k != m:
+            return None
+        taps = gradient_taps(ax, res)
+        form = block_of(taps, k)
+        if form is None or not taps_close(taps, form.taps(n)):
+            return None
+        axes[a] = form
+    fits = resize_fits(len(res.axes), {a: f.k for a, f in axes.items()})
+    return DownsampleForm(axes, len(res.axes)) if fits else None
+
+
+def cost(res: Resampling, form: DownsampleForm, itemsize: int = 4) -> float:
+    """The estimate: the Resize reads dY and writes X's whole blocks, the scale reads and writes dY, a mask Mul
+    reads and writes the blocks again, the Pad copies them once more (one thread)."""
+    dy, dx = math.prod(res.out_shape) * itemsize, math.prod(res.in_shape) * itemsize
+    passes = 1 + (not all(all(f.reach) for f in form.axes.values()))
+    tail = any(res.in_shape[a] != f.k * res.out_shape[a] for a, f in form.axes.items())
+    return (3 * dy + passes * 2 * dx) * NS_PER_BYTE + tail * dx * PAD_NS_PER_BYTE + 3 * NS_PER_NODE
+
+
+def emit_static(em: Emitter, src: str, res: Resampling, form: DownsampleForm) -> tuple:
+    """(dX, names) of a static map: the scattered rows, the tail padded where there is one."""
+    out = _scattered(em, em.scale(src, form.weight), _reach_mask(em, src, form), form)
+    tail = [res.in_shape[a] - f.k * res.out_shape[a] if (f := form.axes.get(a)) else 0 for a in range(form.rank)]
+    return (em.pad(out, [0] * form.rank + tail) if any(tail) else out), \
+        tuple(f"scatter x1/{f.k}" for f in form.axes.values())
+
+
+def emit_generic(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
+    """Run-time lengths: the scattered rows, and an If that pads the tail rows with zeros where there are any (the
+    Pad is a full copy even with zero pads)."""
+    src = em.scale(dy, form.weight)
+    mask = _reach_mask(em, dy, form)
+    ks = em.const([form.axes[a].k if a in form.axes else 1 for a in range(form.rank)], "ks", np.int64)
+    tail = em.node("Sub", [em.node("Shape", [x], "xshape"), em.node("Mul", [em.node("Shape", [dy], "dyshape"), ks],
+                                                                          "blocks")], "tail")
+    pads = em.node("Concat", [em.const([0] * form.rank, "head", np.int64), tail], "pads", axis=0)
+    whole = em.node("Equal", [em.node("ReduceMax", [tail], "longest", keepdims=0), em.const(0, "none", np.int64)],
+                    "whole")
+    return emit_if(em, whole, lambda: _scattered(em, src, mask, form),
+               lambda: em.node("Pad", [_scattered(em, src, mask, form), pads], "padded"), "scattered")
+
+
+def _scattered(em: Emitter, src: str, mask: str | None, form: DownsampleForm) -> str:
+    """src's rows repeated k times per resized axis (a nearest Resize), times the mask where there is one."""
+    scales = [float(form.axes[a].k) if a in form.axes else 1.0 for a in range(form.rank)]
+    roi = em.const([], "roi", np.float32) if em.opset < 13 else ""
+    out = em.node("Resize", [src, roi, em.const(scales, "scales", np.float32)], "repeated", **dict(SCATTER_RESIZE))
+    return out if mask is None else em.node("Mul", [out, mask], "reached")
+
+
+def _reach_mask(em: Emitter, dy: str, form: DownsampleForm) -> str | None:
+    """1 on the block rows dY reaches, 0 on the others, over the resized axes whose blocks have rows it does not
+    reach (broadcast over the rest; a Where measured 6 x slower than this Mul); None where it reaches every row."""
+    mask = None
+    for a, f in form.axes.items():
+        if all(f.reach):
+            continue
+        m = dims(em, em.node("Shape", [dy], "dyshape"), a, a + 1)
+        rows = em.node("Tile", [em.const([float(r) for r in f.reach], "reach"), m], "rows")
+        rows = em.node("Reshape", [rows, em.const([-1] + [1] * (form.rank - 1 - a), "rows_shape", np.int64)], "rows")
+        mask = rows if mask is None else em.node("Mul", [mask, rows], "mask")
+    return mask
