@@ -28,6 +28,8 @@ def resize_fits(rank: int, ks: dict) -> bool:
     far slower than the run-time path (2 threads, onnxruntime 1.19.2, 0.15 ms on 4x48x112^2 doubled; x4: 3.2 ms;
     only W doubled: 3.2 ms; 5-D 2x8x32x64^2 doubled: 13.4 ms), so the scatter takes only that case."""
     return rank == 4 and ks == {2: 2, 3: 2}
+
+
 # The Resize: output o reads row o // k (proven for every length: onnx_ops.lowering.generic_forms._nearest_repeats)
 SCATTER_RESIZE = (("mode", "nearest"), ("coordinate_transformation_mode", "asymmetric"), ("nearest_mode", "floor"))
 
@@ -137,7 +139,7 @@ def emit_generic(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
     whole = em.node("Equal", [em.node("ReduceMax", [tail], "longest", keepdims=0), em.const(0, "none", np.int64)],
                     "whole")
     return emit_if(em, whole, lambda: _scattered(em, src, mask, form),
-               lambda: em.node("Pad", [_scattered(em, src, mask, form), pads], "padded"), "scattered")
+                   lambda: em.node("Pad", [_scattered(em, src, mask, form), pads], "padded"), "scattered")
 
 
 def _scattered(em: Emitter, src: str, mask: str | None, form: DownsampleForm) -> str:

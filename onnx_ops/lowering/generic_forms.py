@@ -48,7 +48,8 @@ Spellings (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), th
           row): dY times the weights, one nearest Resize x k, a 0/1 mask of the block rows dY reaches, X's rows
           past the last whole block padded with zeros. Proven as the others, for every n in FAMILY; taken only
           where onnxruntime's Resize has its fast 2x kernel (4-D, H and W halved: `resize_fits`).
-Emission is in onnx_ops.forms.generic_emit. Each starts with a check that dY's shape is X's times the factors.
+Emission is in onnx_ops.forms.generic_emit (the scatter's in onnx_ops.forms.scatter). Each starts with a check that
+dY's shape is X's times the factors (over them: floor(n / k), downsampling).
 `dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among the applicable spellings and the
 general path (the registry's `ranked`) by measurements, when asked.
 """
@@ -202,9 +203,10 @@ def _downsample_form(key: tuple, factors: dict, dims, opset: int) -> DownsampleF
         k = round(1 / factor)
         if k not in DOWN_FACTORS or float(np.float32(1 / k)) != factor:
             return None
-        forms[axis] = proven_down_axis(key, k, opset)
-        if forms[axis] is None:
+        form = proven_down_axis(key, k, opset)
+        if form is None:
             return None
+        forms[axis] = form
     if not resize_fits(len(dims), {a: f.k for a, f in forms.items()}):
         return None
     return DownsampleForm(forms, len(dims), dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None)
