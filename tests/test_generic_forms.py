@@ -433,8 +433,10 @@ DOWN = [  # (attrs, X dims, scales, opset, the name of each axis's form)
     (NEAREST, ["N", 3, "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2"),
     (dict(LINEAR, coordinate_transformation_mode="asymmetric"), ["N", 2, "H", "W"], [1, 1, 0.5, 0.5], 11,
      "generic scatter x1/2"),                                                           # one row of 2, opset 11
+    (LINEAR, ["N", 3, "H", "W"], [1, 1, 0.25, 0.25], 19, "generic scatter x1/4"),     # rows 1, 2 of 4: two Resizes
+    (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.125, 0.125], 17, "generic scatter x1/8"),
 ]
-DOWN_SIZES = [(4, 4, 4), (5, 7, 9), (16, 9, 4), (33, 20, 6), (113, 64, 5)]     # every length at least 1/scale
+DOWN_SIZES = [(8, 8, 8), (9, 15, 9), (16, 9, 12), (33, 20, 17), (113, 64, 35)]     # every length at least 1/scale
 
 
 @pytest.mark.parametrize("attrs, dims, scales, opset, form", DOWN)
@@ -458,7 +460,7 @@ def test_scatter_is_bitwise_the_reference_gradient_on_odd_and_even_lengths(attrs
     (dict(LINEAR, antialias=1), [1, 1, 0.5, 0.5]),                          # a wider filter
     (LINEAR, [1, 1, 1 / 3, 1 / 3]),                                         # float32 1/3: weights 1 - 3e-8, 3e-8
     (LINEAR, [1, 1, 0.5, 2]),                                               # down and up
-    (LINEAR, [1, 1, 0.25, 0.25]),           # proven, but onnxruntime's Resize x4 is slow (scatter.resize_fits)
+    (LINEAR, [1, 1, 0.25, 0.5]),            # proven, but H and W differ: no fast 2x Resize (scatter.resize_fits)
     (LINEAR, [1, 1, 1, 0.5]),               # one axis: no fast 2x Resize kernel either
 ])
 def test_downsampling_the_scatter_cannot_state_keeps_the_run_time_path(attrs, scales):
@@ -507,3 +509,22 @@ def test_scatter_runs_float16_in_float32_and_leaves_double_to_the_run_time_path(
     dy, dx = run(lowered, [2, 2, 9, 6], [1, 1, 0.5, 0.5], elem)
     assert dx.dtype == NP[elem]
     np.testing.assert_allclose(dx, reference(LINEAR, [2, 2, 9, 6], [1, 1, 0.5, 0.5], dy), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("factor", [0.5, 0.25])
+@pytest.mark.parametrize("torch_mode, kw, attrs", [("nearest", {}, ASYM_FLOOR),
+                                                    ("bilinear", {"align_corners": False}, LINEAR)])
+def test_scatter_is_torch_autograds_gradient(torch_mode, kw, attrs, factor):
+    """torch's own backward of interpolate(scale_factor=1/2 or 1/4), as its exporters spell it (half_pixel for
+    bilinear, asymmetric + floor for nearest), on lengths with and without a tail."""
+    torch = pytest.importorskip("torch", reason="torch is the oracle here (the training env has it)")
+    scales = [1, 1, factor, factor]
+    lowered, report = lower(grad_model(attrs, ["N", 3, "H", "W"], scales, 17), semantics=INSTALLED)
+    assert report[0].forms[0].startswith("generic scatter")
+    for k, shape in enumerate([(2, 3, 4, 4), (2, 3, 9, 7), (1, 3, 16, 13), (1, 3, 31, 64)]):
+        dy, dx = run(lowered, shape, scales, seed=k)
+        x = torch.zeros(shape, requires_grad=True)
+        y = torch.nn.functional.interpolate(x, scale_factor=factor, mode=torch_mode, **kw)
+        assert tuple(y.shape) == dy.shape
+        (want,) = torch.autograd.grad(y, x, torch.from_numpy(dy))
+        np.testing.assert_allclose(dx, want.numpy(), rtol=1e-6, atol=1e-6)

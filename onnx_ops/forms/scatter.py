@@ -24,10 +24,10 @@ DOWN_FACTORS = range(2, 9)
 
 
 def resize_fits(rank: int, ks: dict) -> bool:
-    """Where onnxruntime's nearest Resize takes its fast 2x kernel: 4-D, H and W doubled. Elsewhere it measured
-    far slower than the run-time path (2 threads, onnxruntime 1.19.2, 0.15 ms on 4x48x112^2 doubled; x4: 3.2 ms;
-    only W doubled: 3.2 ms; 5-D 2x8x32x64^2 doubled: 13.4 ms), so the scatter takes only that case."""
-    return rank == 4 and ks == {2: 2, 3: 2}
+    """Where onnxruntime's nearest Resize takes its fast 2x kernel: 4-D, H and W doubled (k = 4 and 8 as 2 and 3
+    such Resizes). Elsewhere it measured far slower than the run-time path (2 threads, onnxruntime 1.19.2, 0.15 ms
+    on 4x48x112^2 doubled; one Resize x4: 3.2 ms; only W doubled: 3.2 ms; 5-D 2x8x32x64^2 doubled: 13.4 ms)."""
+    return rank == 4 and set(ks) == {2, 3} and ks[2] == ks[3] and ks[2] in (2, 4, 8)
 
 
 # The Resize: output o reads row o // k (proven for every length: onnx_ops.lowering.generic_forms._nearest_repeats)
@@ -114,7 +114,7 @@ def cost(res: Resampling, form: DownsampleForm, itemsize: int = 4) -> float:
     """The estimate: the Resize reads dY and writes X's whole blocks, the scale reads and writes dY, a mask Mul
     reads and writes the blocks again, the Pad copies them once more (one thread)."""
     dy, dx = math.prod(res.out_shape) * itemsize, math.prod(res.in_shape) * itemsize
-    passes = 1 + (not all(all(f.reach) for f in form.axes.values()))
+    passes = 1 + (not all(all(f.reach) for f in form.axes.values())) + (form.axes[form.rank - 1].k > 2) / 4
     tail = any(res.in_shape[a] != f.k * res.out_shape[a] for a, f in form.axes.items())
     return (3 * dy + passes * 2 * dx) * NS_PER_BYTE + tail * dx * PAD_NS_PER_BYTE + 3 * NS_PER_NODE
 
@@ -143,10 +143,14 @@ def emit_generic(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
 
 
 def _scattered(em: Emitter, src: str, mask: str | None, form: DownsampleForm) -> str:
-    """src's rows repeated k times per resized axis (a nearest Resize), times the mask where there is one."""
-    scales = [float(form.axes[a].k) if a in form.axes else 1.0 for a in range(form.rank)]
+    """src's rows repeated k times on H and W (log2(k) nearest Resizes x2: o // 2 // 2 = o // 4), times the mask
+    where there is one."""
+    scales = [2.0 if a in form.axes else 1.0 for a in range(form.rank)]
     roi = em.const([], "roi", np.float32) if em.opset < 13 else ""
-    out = em.node("Resize", [src, roi, em.const(scales, "scales", np.float32)], "repeated", **dict(SCATTER_RESIZE))
+    out = src
+    for _ in range(int(math.log2(form.axes[form.rank - 1].k))):
+        out = em.node("Resize", [out, roi, em.const(scales, "scales", np.float32)], "repeated",
+                      **dict(SCATTER_RESIZE))
     return out if mask is None else em.node("Mul", [out, mask], "reached")
 
 

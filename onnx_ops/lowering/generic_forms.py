@@ -47,7 +47,8 @@ Spellings (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), th
           only its own block of k X rows, with one weight (linear half_pixel x1/2: both rows 1/2; nearest: one
           row): dY times the weights, one nearest Resize x k, a 0/1 mask of the block rows dY reaches, X's rows
           past the last whole block padded with zeros. Proven as the others, for every n in FAMILY; taken only
-          where onnxruntime's Resize has its fast 2x kernel (4-D, H and W halved: `resize_fits`).
+          where onnxruntime's Resize has its fast 2x kernel (4-D, H and W by the same 1/2, 1/4 or 1/8, one Resize
+          x2 per halving: `resize_fits`).
 Emission is in onnx_ops.forms.generic_emit (the scatter's in onnx_ops.forms.scatter). Each starts with a check that
 dY's shape is X's times the factors (over them: floor(n / k), downsampling).
 `dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among the applicable spellings and the
@@ -216,10 +217,10 @@ def _downsample_form(key: tuple, factors: dict, dims, opset: int) -> DownsampleF
 def proven_down_axis(key: tuple, k: int, opset: int) -> DownAxis | None:
     """The DownAxis of one axis scaled by 1/k (node attributes `key`): the block read from one length's middle
     column, checked for every n in FAMILY under every tie semantics; None where any differs, or where a nearest
-    Resize x k (the scatter's) does not repeat each row k times for every length."""
+    Resize x2 (the scatter's, log2(k) of them) does not repeat each row twice for every length."""
     attrs = {name: _parse(v) for name, v in key}
     factor = float(np.float32(1 / k))
-    if opset < 11 or not _nearest_repeats(k, opset):
+    if opset < 11 or not _nearest_repeats(2, opset):        # the scatter's Resizes double
         return None
     lengths = [n for n in FAMILY if n >= k for _ in onnx_conv.SEMANTICS]     # n < k: an empty dY, refused
     try:
