@@ -64,13 +64,14 @@ CASES = [  # (attrs, X dims, scales, opset, the form's name starts with)
     (dict(NEAREST, coordinate_transformation_mode="asymmetric", nearest_mode="floor"), ["N", 5, "H", "W"],
      [1, 1, 2, 2], 20, "generic kron-pairs"),                                     # torch's export, odd C
     (NEAREST, ["N", 3, "H", "W"], [1, 1, 2, 2], 19, "generic kron-pairs"),
-    (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 3], 19, "generic conv x3"),          # conv(ones), as static
-    (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 3], 19, "generic block-sum x3"),    # C symbolic: no Conv weights
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 3], 19, "generic kron-pairs"),       # x3: faster than conv(ones)
+    (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 3], 19, "generic kron-pairs"),      # and than the block sum
     (NEAREST, ["N", "C", "D", "H", "W"], [1, 1, 2, 2, 2], 17, "generic avgpool x2"),
-    (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 2], 17, "generic conv x"),
-    (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 2], 17, "generic block-sum x"),
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 3, 2], 17, "generic kron-pairs"),
+    (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 2], 17, "generic kron-pairs"),
     (dict(NEAREST, coordinate_transformation_mode="asymmetric", nearest_mode="floor"), ["N", "L"], [1, 4], 19,
-     "generic block-sum x4"),
+     "generic kron-pairs"),
+    (NEAREST, ["N", "C", "H", "W"], [1, 1, 3, 1], 19, "generic block-sum x3"),    # H only: no MatMul pass
     (dict(NEAREST, coordinate_transformation_mode="asymmetric"), [2, "H", "W"], [1, 2, 1], 13, "generic block-sum"),
     (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 17, "generic conv x2 (zero pad 1+1, edge rows scaled)"),
     (LINEAR, ["N", 8, "H", "W"], [1, 1, 2, 2], 20, "generic Resize(linear, antialias) x1/2"),   # as static
@@ -394,7 +395,8 @@ def test_kron_pairs_is_onnxruntimes_forward_transposed(dims, scales, opset):
     (["N", 16, "D", "H", "W"], [1, 1, 2, 2, 2], 17, "pool"),  # 3 axes: the pool is faster
     (["N", 16, "D", "H", "W"], [1, 1, 2, 2, 2], 20, "kronpairs"),
     (["N", "C", "D", "H", "W"], [1, 1, 2, 2, 2], 17, "pool"),
-    (["N", 8, "H", "W"], [1, 1, 3, 2], 20, "conv"),           # factors other than 2: by calibration only
+    (["N", 8, "H", "W"], [1, 1, 3, 2], 20, "kronpairs"),      # factors other than 2: measured faster (2 threads)
+    (["N", 8, "H", "W"], [1, 1, 1, 4], 20, "kronpairs"),      # the last axis alone
     (["N", 8, "H", "W"], [1, 1, 2, 1], 20, "conv"),           # the last axis not resized: no MatMul pass
 ])
 def test_kron_pairs_rule(dims, scales, opset, kind):
