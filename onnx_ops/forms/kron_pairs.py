@@ -1,12 +1,14 @@
-"""The kron-pairs form of nearest x2 gradients (2 x ... x 2 block sums), static shapes: measured faster than the
-pool and band forms on onnxruntime CPU (docs/benchmarks.md, "Static nearest 2x").
+"""The kron-pairs form of nearest block-sum gradients (f x ... x f blocks, f from 2 to 8 per axis), static shapes:
+measured faster than the pool and band forms on onnxruntime CPU for x2 (docs/benchmarks.md, "Static nearest 2x"),
+and than the kron-sum and conv(ones) forms for the other factors (docs/dynamic-forms.md, the shape-generic
+spelling's measurements, 2026-11-27).
 
 Two passes, each a kernel onnxruntime runs at memory speed:
-1. the last axis: dY flattened into rows of 2k values times kron(I_k, [1, 1]^T) (one MatMul; 32 -> 16 where the
-   size allows). Every row of dY has an even length, so the pairs never straddle a row, whatever the width.
-2. every other resized axis (pairs of consecutive entries): at opsets up to 18 one AveragePool with windows of 2
-   on those axes and 1 on the last (MLAS pooling; the MatMul's matrix holds 2^(d-1) so the mean is the sum); from
-   opset 19, where AveragePool is a generic loop, a Split of each pair and one Add per axis.
+1. the last axis: dY flattened into rows of f*k values times kron(I_k, ones(f, 1)) (one MatMul; 32 -> 16 where the
+   size allows for x2). Every row of dY has a length divisible by f, so the blocks never straddle a row.
+2. every other resized axis (blocks of f consecutive entries): for x2 at opsets up to 18 one AveragePool with
+   windows of 2 on those axes and 1 on the last (MLAS pooling; the MatMul's matrix holds 2^(d-1) so the mean is the
+   sum); otherwise a Split of each block and f - 1 Adds per axis.
 The sums are exact up to float32 rounding: the matrix and the pool's division scale by powers of two. Like every
 MatMul form, a non-finite dY entry turns the other outputs of its MatMul row into NaN (0 * inf); the pairs pass
 does not spread them. The registry shape: `NAME`, `applies(res, opset, itemsize)`, `cost(res, opset, itemsize)`,
@@ -27,6 +29,7 @@ from .cost import NS_PER_BYTE, NS_PER_NODE
 from .emitter import Emitter, is_symbolic
 
 NAME = "kron-pairs"
+MAX_FACTOR = 8               # the shape-generic spelling's largest measured factor (docs/dynamic-forms.md)
 COLUMNS = (16, 8, 4, 2)      # dY values per MatMul row / 2: first dividing; 2 always does (even resized dims)
 MIN_VALUES = 1 << 16         # dY values: measured faster than the band, kron and deconv forms from 118k (2x8x50x37)
 POOL_BEATEN_AT = 1 << 21     # dY values: faster than the pool form from 4x32x64^2 (2.1M), slower at 1M (8x32x32^2)
@@ -37,9 +40,15 @@ def _known(n) -> int:
 
 
 def columns(res: Resampling) -> int:
-    """Outputs per MatMul row: the first of COLUMNS dividing half the size of dY (symbolic dims as 1); 0 if none."""
-    half = math.prod(_known(n) for n in res.out_shape) // 2
-    return next((k for k in COLUMNS if half % k == 0), 0)
+    """Outputs per MatMul row: the first of COLUMNS dividing dY's size over the last axis's factor (symbolic dims
+    as 1); 0 if none."""
+    part = math.prod(_known(n) for n in res.out_shape) // _factor(res, len(res.axes) - 1)
+    return next((k for k in COLUMNS if part % k == 0), 0)
+
+
+def _factor(res: Resampling, axis: int) -> int:
+    """The block factor of a resized axis: dY's length over X's."""
+    return _known(res.out_shape[axis]) // _known(res.in_shape[axis])
 
 
 def pooled(res: Resampling, opset: int) -> bool:
@@ -49,14 +58,16 @@ def pooled(res: Resampling, opset: int) -> bool:
 
 
 def applies(res: Resampling, opset: int, itemsize: int) -> bool:
-    """Nearest x2 block sums (weight 1) on the last axis and at least one other, float32, where it measured
-    fastest (one thread, docs/benchmarks.md): from MIN_VALUES dY values; where the pool form applies (opsets
-    <= 18), only on 2 axes and from POOL_BEATEN_AT values (the pool form is faster below, and on 3 axes)."""
+    """Nearest block sums (weight 1, factors 2 to 8) on the last axis and at least one other, float32, where it
+    measured fastest (one thread for x2, docs/benchmarks.md): from MIN_VALUES dY values; where the pool form
+    applies (x2, opsets <= 18), only on 2 axes and from POOL_BEATEN_AT values (the pool form is faster below, and
+    on 3 axes)."""
     if itemsize != 4:
         return False
     blocks = block_factors(res)
     last = len(res.axes) - 1
-    if not blocks or last not in blocks or len(blocks) < 2 or any(b != (2, 1.0) for b in blocks.values()):
+    if not blocks or last not in blocks or len(blocks) < 2 or any(w != 1.0 or not 2 <= f <= MAX_FACTOR
+                                                                  for f, w in blocks.values()):
         return False
     if any(is_symbolic(n) for n in res.out_shape[min(blocks):]):     # the views multiply the dims after it
         return False
@@ -79,9 +90,9 @@ def cost(res: Resampling, opset: int, itemsize: int = 4) -> float:
 def emit(em: Emitter, src: str, res: Resampling) -> tuple[str, tuple]:
     """dX from dY (`src`): the column-pair MatMul, then the other axes' pairs (AveragePool or Split + Add)."""
     axes = [a for a in res.resized_axes if a != len(res.axes) - 1]
-    k, pool = columns(res), pooled(res, em.opset)
-    matrix = np.kron(np.eye(k), np.ones((2, 1))) * (2.0 ** len(axes) if pool else 1.0)
-    rows = em.reshape(src, [-1, 2 * k])
+    k, pool, f = columns(res), pooled(res, em.opset), _factor(res, len(res.axes) - 1)
+    matrix = np.kron(np.eye(k), np.ones((f, 1))) * (2.0 ** len(axes) if pool else 1.0)
+    rows = em.reshape(src, [-1, f * k])
     cur = em.node("MatMul", [rows, em.const(matrix, "pairs")], "kron")
     shape = list(res.out_shape[:-1]) + [res.in_shape[-1]]
     if pool:
@@ -92,17 +103,20 @@ def emit(em: Emitter, src: str, res: Resampling) -> tuple[str, tuple]:
         names = ("kron-pairs avgpool",) * len(axes)
     else:
         for a in sorted(axes, reverse=True):
-            cur, shape = _add_pairs(em, cur, shape, a)
+            cur, shape = _add_pairs(em, cur, shape, a, _factor(res, a))
         names = ("kron-pairs add",) * len(axes)
-    return em.reshape(cur, list(res.in_shape)) if pool else cur, names + (f"kron-pairs matmul {2 * k}->{k}",)
+    return em.reshape(cur, list(res.in_shape)) if pool else cur, names + (f"kron-pairs matmul {f * k}->{k}",)
 
 
-def _add_pairs(em: Emitter, src: str, shape: list, axis: int) -> tuple[str, list]:
-    """Sum the pairs of consecutive entries along `axis`: view (rows, 2, inner), Split, then Add the halves, each
-    viewed at the result's shape (so the Add writes it: no copy when it is dX)."""
-    viewed = em.reshape(src, [-1, 2, math.prod(shape[axis + 1:])])
-    first, second = em.name("half"), em.name("half")
-    counted: dict[str, Any] = {"num_outputs": 2} if em.opset >= 18 else {}     # Split-18 wants the count or the sizes
-    em.nodes.append(helper.make_node("Split", [viewed], [first, second], axis=1, **counted))
-    halved = shape[:axis] + [shape[axis] // 2] + shape[axis + 1:]
-    return em.node("Add", [em.reshape(first, halved), em.reshape(second, halved)], "pairsum"), halved
+def _add_pairs(em: Emitter, src: str, shape: list, axis: int, f: int = 2) -> tuple[str, list]:
+    """Sum the blocks of f consecutive entries along `axis`: view (rows, f, inner), Split, then Add the parts in
+    order, each viewed at the result's shape (so the last Add writes it: no copy when it is dX)."""
+    viewed = em.reshape(src, [-1, f, math.prod(shape[axis + 1:])])
+    parts = [em.name("half") for _ in range(f)]         # the x2 form's names: its lowered bytes stay the same
+    counted: dict[str, Any] = {"num_outputs": f} if em.opset >= 18 else {}     # Split-18 wants the count or the sizes
+    em.nodes.append(helper.make_node("Split", [viewed], parts, axis=1, **counted))
+    summed = shape[:axis] + [shape[axis] // f] + shape[axis + 1:]
+    out = em.reshape(parts[0], summed)
+    for part in parts[1:]:
+        out = em.node("Add", [out, em.reshape(part, summed)], "pairsum")
+    return out, summed
