@@ -65,18 +65,27 @@ PICKED = [
      ["Reshape", "MatMul", "Reshape", "Split", "Reshape", "Reshape", "Add"]),
     (_spec((2, 64, 40, 60), [1, 2, 1, 2], 13), ("kron-pairs add", "kron-pairs matmul 32->16"),  # Split-13
      ["Reshape", "MatMul", "Reshape", "Split", "Reshape", "Reshape", "Add"]),
+    # x3 to x8 (issue 34, 2026-11-27): the MatMul sums f values, the other axes Split into f and Add in order
+    (_spec((8, 3, 128, 128), [1, 1, 4, 4], 19), ("kron-pairs add", "kron-pairs matmul 64->16"),
+     ["Reshape", "MatMul", "Reshape", "Split", "Reshape"] + ["Reshape", "Add"] * 3),   # measured 1.3 -> 0.8 ms
+    (_spec((2, 8, 64, 64), [1, 1, 3, 3], 20), ("kron-pairs add", "kron-pairs matmul 48->16"),
+     ["Reshape", "MatMul", "Reshape", "Split", "Reshape"] + ["Reshape", "Add"] * 2),
+    (_spec((4, 16, 64, 64), [1, 1, 4, 2], 17), ("kron-pairs add", "kron-pairs matmul 32->16"),   # mixed factors
+     ["Reshape", "MatMul", "Reshape", "Split", "Reshape"] + ["Reshape", "Add"] * 3),
 ]
 
 
 @pytest.mark.parametrize("r,forms,ops", PICKED, ids=["2d-op20", "2d-op17-large", "3d-op19", "odd-op19",
-                                                     "axes-1-3-op18", "axes-1-3-op13"])
+                                                     "axes-1-3-op18", "axes-1-3-op13", "x4", "x3", "x4-by-2"])
 def test_picked_where_it_measured_fastest_and_bitwise_equal_to_the_same_pair_sums(r, forms, ops):
+    """x2: bitwise the pair sums in the form's order; other factors: the reference within float32 rounding."""
     res, lowered, report, dy, dx = _run(r)
     assert report[0].forms == forms and not report[0].dynamic
     assert [n.op_type for n in lowered.graph.node] == ops
     want = resize_grad(dy.astype(np.float64), res)
-    np.testing.assert_allclose(dx, want, rtol=0, atol=2e-6 * np.abs(want).max())
-    np.testing.assert_array_equal(dx, _pair_sums(dy, res.resized_axes))
+    np.testing.assert_allclose(dx, want, rtol=0, atol=4e-6 * np.abs(want).max())
+    if all(s in (1, 2) for s in r.scales):
+        np.testing.assert_array_equal(dx, _pair_sums(dy, res.resized_axes))
 
 
 @pytest.mark.parametrize("r", [
@@ -161,20 +170,3 @@ def test_columns_take_the_longest_row_dividing_half_of_dy():
     # 5 x 182 x 182 / 2 is 2 mod 4
     assert kron_pairs_form.columns(to_canonical(PICKED[3][0], semantics=INSTALLED)) == 2
     assert kron_pairs_form.columns(to_canonical(_spec((1, 1, 3, 3), [1, 1, 2, 2], 20), semantics=INSTALLED)) == 2
-
-
-@pytest.mark.parametrize("r,forms,ops", [
-    (_spec((8, 3, 128, 128), [1, 1, 4, 4], 19), ("kron-pairs add", "kron-pairs matmul 64->16"),
-     ["Reshape", "MatMul", "Reshape", "Split", "Reshape"] + ["Reshape", "Add"] * 3),   # measured 1.3 -> 0.85 ms
-    (_spec((2, 8, 64, 64), [1, 1, 3, 3], 20), ("kron-pairs add", "kron-pairs matmul 48->16"),
-     ["Reshape", "MatMul", "Reshape", "Split", "Reshape"] + ["Reshape", "Add"] * 2),
-    (_spec((4, 16, 64, 64), [1, 1, 4, 2], 17), ("kron-pairs add", "kron-pairs matmul 32->16"),   # mixed factors
-     ["Reshape", "MatMul", "Reshape", "Split", "Reshape"] + ["Reshape", "Add"] * 3),
-], ids=["x4", "x3", "x4-by-2"])
-def test_other_factors_take_it_too_and_match_the_reference(r, forms, ops):
-    """x3 to x8 (issue 34, 2026-11-27): the MatMul sums f values, the other axes Split into f and Add in order."""
-    res, lowered, report, dy, dx = _run(r)
-    assert report[0].forms == forms and not report[0].dynamic
-    assert [n.op_type for n in lowered.graph.node] == ops
-    want = resize_grad(dy.astype(np.float64), res)
-    np.testing.assert_allclose(dx, want, rtol=0, atol=4e-6 * np.abs(want).max())
