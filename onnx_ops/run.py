@@ -1,6 +1,7 @@
 """Run a model with onnxruntime, deterministically. onnxruntime is optional: it is imported on first use."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from dml_desc.errors import TORCH_INSTALL, DescError, did_you_mean, require
@@ -58,9 +59,11 @@ def session(model: onnx.ModelProto | bytes | str, provider: str = "CPUExecutionP
     return sess
 
 
+@lru_cache(maxsize=None)
 def native_kernel_missing(provider: str) -> str | None:
     """None where this onnxruntime starts a com.microsoft ResizeGrad session on `provider`, else why not: onnxruntime
-    registers the kernel only in its training builds, on CUDA (onnxruntime-gpu has the CUDA provider without it)."""
+    registers the kernel only in its training builds, on CUDA (onnxruntime-gpu has the CUDA provider without it).
+    Asked once per provider and process (the suite's backend asks before every case)."""
     import numpy as np
 
     from dml_desc.conventions.onnx import OnnxResize

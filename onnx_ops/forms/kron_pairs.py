@@ -30,7 +30,7 @@ from .emitter import Emitter, is_symbolic
 
 NAME = "kron-pairs"
 MAX_FACTOR = 8               # the shape-generic spelling's largest measured factor (docs/dynamic-forms.md)
-COLUMNS = (16, 8, 4, 2)      # dY values per MatMul row / 2: first dividing; 2 always does (even resized dims)
+COLUMNS = (16, 8, 4, 2)      # outputs per MatMul row: the first dividing dY's size / f (2 always does for x2)
 MIN_VALUES = 1 << 16         # dY values: measured faster than the band, kron and deconv forms from 118k (2x8x50x37)
 POOL_BEATEN_AT = 1 << 21     # dY values: faster than the pool form from 4x32x64^2 (2.1M), slower at 1M (8x32x32^2)
 
@@ -88,7 +88,8 @@ def cost(res: Resampling, opset: int, itemsize: int = 4) -> float:
 
 
 def emit(em: Emitter, src: str, res: Resampling) -> tuple[str, tuple]:
-    """dX from dY (`src`): the column-pair MatMul, then the other axes' pairs (AveragePool or Split + Add)."""
+    """dX from dY (`src`): the block MatMul on the last axis, then the other axes' blocks (AveragePool or Split +
+    Adds)."""
     axes = [a for a in res.resized_axes if a != len(res.axes) - 1]
     k, pool, f = columns(res), pooled(res, em.opset), _factor(res, len(res.axes) - 1)
     matrix = np.kron(np.eye(k), np.ones((f, 1))) * (2.0 ** len(axes) if pool else 1.0)

@@ -75,6 +75,11 @@ class DownsampleForm:
         return tuple(f"generic {kind} x1/{f.k}" for f in self.axes.values())
 
     @property
+    def masked(self) -> bool:
+        """True where some block has rows dY does not reach (the mask Mul)."""
+        return not all(all(f.reach) for f in self.axes.values())
+
+    @property
     def weight(self) -> float:
         """The product of the axes' weights (dY is scaled by it, on the small side)."""
         return float(math.prod(f.weight for f in self.axes.values()))
@@ -94,34 +99,37 @@ def block_of(taps: Taps, k: int) -> DownAxis | None:
 
 def static_form(res: Resampling) -> DownsampleForm | None:
     """The DownsampleForm of a static map whose every resized axis is such a downsampling, proven on its taps."""
-    axes = {}
+    ks = {}
     for a in res.resized_axes:
-        ax = res.axes[a]
-        n, m = ax.in_size, ax.out_size
-        k = n // m if 0 < m < n else 0
-        if k not in DOWN_FACTORS or n // k != m:
+        n, m = res.axes[a].in_size, res.axes[a].out_size
+        ks[a] = n // m if 0 < m < n else 0
+        if ks[a] not in DOWN_FACTORS or n // ks[a] != m:
             return None
-        taps = gradient_taps(ax, res)
+    if not resize_fits(len(res.axes), ks):          # before the taps: their check reads every row
+        return None
+    axes = {}
+    for a, k in ks.items():
+        taps = gradient_taps(res.axes[a], res)
         form = block_of(taps, k)
-        if form is None or not taps_close(taps, form.taps(n)):
+        if form is None or not taps_close(taps, form.taps(res.axes[a].in_size)):
             return None
         axes[a] = form
-    fits = resize_fits(len(res.axes), {a: f.k for a, f in axes.items()})
-    return DownsampleForm(axes, len(res.axes)) if fits else None
+    return DownsampleForm(axes, len(res.axes))
 
 
 def cost(res: Resampling, form: DownsampleForm, itemsize: int = 4) -> float:
     """The estimate: the Resize reads dY and writes X's whole blocks, the scale reads and writes dY, a mask Mul
     reads and writes the blocks again, the Pad copies them once more (one thread)."""
     dy, dx = math.prod(res.out_shape) * itemsize, math.prod(res.in_shape) * itemsize
-    passes = 1 + (not all(all(f.reach) for f in form.axes.values())) + (form.axes[form.rank - 1].k > 2) / 4
+    passes = 1 + form.masked + (form.axes[form.rank - 1].k > 2) / 4
     tail = any(res.in_shape[a] != f.k * res.out_shape[a] for a, f in form.axes.items())
     return (3 * dy + passes * 2 * dx) * NS_PER_BYTE + tail * dx * PAD_NS_PER_BYTE + 3 * NS_PER_NODE
 
 
 def emit_static(em: Emitter, src: str, res: Resampling, form: DownsampleForm) -> tuple:
     """(dX, names) of a static map: the scattered rows, the tail padded where there is one."""
-    out = _scattered(em, em.scale(src, form.weight), _reach_mask(em, src, form), form)
+    mask = _reach_mask(em, em.node("Shape", [src], "dyshape"), form) if form.masked else None
+    out = _scattered(em, em.scale(src, form.weight), mask, form)
     tail = [res.in_shape[a] - f.k * res.out_shape[a] if (f := form.axes.get(a)) else 0 for a in range(form.rank)]
     return (em.pad(out, [0] * form.rank + tail) if any(tail) else out), \
         tuple(f"scatter x1/{f.k}" for f in form.axes.values())
@@ -130,11 +138,10 @@ def emit_static(em: Emitter, src: str, res: Resampling, form: DownsampleForm) ->
 def emit_generic(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
     """Run-time lengths: the scattered rows, and an If that pads the tail rows with zeros where there are any (the
     Pad is a full copy even with zero pads)."""
-    src = em.scale(dy, form.weight)
-    mask = _reach_mask(em, dy, form)
+    src, sy = em.scale(dy, form.weight), em.node("Shape", [dy], "dyshape")
+    mask = _reach_mask(em, sy, form) if form.masked else None
     ks = em.const([form.axes[a].k if a in form.axes else 1 for a in range(form.rank)], "ks", np.int64)
-    tail = em.node("Sub", [em.node("Shape", [x], "xshape"), em.node("Mul", [em.node("Shape", [dy], "dyshape"), ks],
-                                                                          "blocks")], "tail")
+    tail = em.node("Sub", [em.node("Shape", [x], "xshape"), em.node("Mul", [sy, ks], "blocks")], "tail")
     pads = em.node("Concat", [em.const([0] * form.rank, "head", np.int64), tail], "pads", axis=0)
     whole = em.node("Equal", [em.node("ReduceMax", [tail], "longest", keepdims=0), em.const(0, "none", np.int64)],
                     "whole")
@@ -154,15 +161,16 @@ def _scattered(em: Emitter, src: str, mask: str | None, form: DownsampleForm) ->
     return out if mask is None else em.node("Mul", [out, mask], "reached")
 
 
-def _reach_mask(em: Emitter, dy: str, form: DownsampleForm) -> str | None:
-    """1 on the block rows dY reaches, 0 on the others, over the resized axes whose blocks have rows it does not
-    reach (broadcast over the rest; a Where measured 6 x slower than this Mul); None where it reaches every row."""
-    mask = None
+def _reach_mask(em: Emitter, dy_shape: str, form: DownsampleForm) -> str:
+    """1 on the block rows dY (of shape `dy_shape`) reaches, 0 on the others, over the resized axes whose blocks
+    have rows it does not reach (broadcast over the rest; a Where measured 6 x slower than this Mul); `form.masked`
+    holds."""
+    mask = ""
     for a, f in form.axes.items():
         if all(f.reach):
             continue
-        m = dims(em, em.node("Shape", [dy], "dyshape"), a, a + 1)
+        m = dims(em, dy_shape, a, a + 1)
         rows = em.node("Tile", [em.const([float(r) for r in f.reach], "reach"), m], "rows")
         rows = em.node("Reshape", [rows, em.const([-1] + [1] * (form.rank - 1 - a), "rows_shape", np.int64)], "rows")
-        mask = rows if mask is None else em.node("Mul", [mask, rows], "mask")
+        mask = em.node("Mul", [mask, rows], "mask") if mask else rows
     return mask

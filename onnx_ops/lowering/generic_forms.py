@@ -201,17 +201,17 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
 
 def _downsample_form(key: tuple, factors: dict, dims, opset: int) -> DownsampleForm | None:
     """The DownsampleForm of scales 1/k on every resized axis, each axis proven for every length; else None."""
+    ks = {axis: round(1 / factor) for axis, factor in factors.items()}
+    if any(k not in DOWN_FACTORS or float(np.float32(1 / k)) != factors[a] for a, k in ks.items()):
+        return None
+    if not resize_fits(len(dims), ks):             # before the proofs: each converts every length of FAMILY
+        return None
     forms = {}
-    for axis, factor in factors.items():
-        k = round(1 / factor)
-        if k not in DOWN_FACTORS or float(np.float32(1 / k)) != factor:
-            return None
+    for axis, k in ks.items():
         form = proven_down_axis(key, k, opset)
         if form is None:
             return None
         forms[axis] = form
-    if not resize_fits(len(dims), {a: f.k for a, f in forms.items()}):
-        return None
     return DownsampleForm(forms, len(dims), dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None)
 
 
