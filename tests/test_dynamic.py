@@ -162,6 +162,40 @@ def test_dynamic_path_is_bitwise_deterministic_across_runs_and_threads(shape):
     assert all(r.tobytes() == runs[0].tobytes() for r in runs[1:])
 
 
+def _forward_jacobian(attrs, shape, scales, opset):
+    """onnxruntime's own Resize on every basis input: J[o, j], dY entry o's weight on X entry j."""
+    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "s"], ["y"], **attrs)], "f",
+                              [helper.make_tensor_value_info("x", F32, None)],
+                              [helper.make_tensor_value_info("y", F32, None)],
+                              [numpy_helper.from_array(np.asarray(scales, np.float32), "s")])
+    sess = session(helper.make_model(graph, ir_version=9, opset_imports=[helper.make_opsetid("", opset)]))
+    basis = np.eye(int(np.prod(shape)), dtype=np.float32)
+    return np.stack([sess.run(None, {"x": e.reshape(shape)})[0].ravel() for e in basis], axis=1)
+
+
+@pytest.mark.parametrize("ctm", ["half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"])
+@pytest.mark.parametrize("exclude_outside, a", [(0, -0.75), (1, -0.5)])
+@pytest.mark.parametrize("scale", [1.25, 1.5, 1.7])
+def test_cubic_taps_are_the_forwards_own_weights_bit_for_bit(ctm, exclude_outside, a, scale):
+    """Plain cubic on one axis with a scale in (1, 2): the probe reads the weights without stretching another axis
+    (dynamic_taps.columns_probe; the planes stretched h to 2, whose cubic weights moved them by a rounding), so the
+    gradient of each one-hot dY is the forward's Jacobian row, bit for bit, edges included."""
+    attrs = {"mode": "cubic", "coordinate_transformation_mode": ctm, "exclude_outside": exclude_outside,
+             "cubic_coeff_a": a}
+    scales, opset = [1, 1, 1, scale], 19
+    lowered, _ = lower(grad_model(attrs, ["N", "C", "H", "W"], ["N", "C", "H", "W2"], scales, opset=opset),
+                       semantics=INSTALLED)
+    sess = session(lowered)
+    for shape in ([1, 1, 2, 7], [1, 1, 1, 13]):
+        jac = _forward_jacobian(attrs, shape, scales, opset)
+        dy_shape = out_shape(attrs, shape, scales)
+        for o in range(jac.shape[0]):
+            dy = np.zeros(jac.shape[0], np.float32)
+            dy[o] = 1
+            got = sess.run(None, {"dY": dy.reshape(dy_shape), "X": np.zeros(shape, np.float32)})[0]
+            assert got.ravel().tobytes() == jac[o].tobytes(), (shape, o, got.ravel(), jac[o])
+
+
 # ---- scales read at run time ------------------------------------------------------------------------
 
 def test_scales_graph_input_is_read_at_run_time_not_baked():
