@@ -431,12 +431,14 @@ ASYM_FLOOR = dict(NEAREST, coordinate_transformation_mode="asymmetric", nearest_
 DOWN = [  # (attrs, X dims, scales, opset, the name of each axis's form)
     (LINEAR, ["N", 8, "H", "W"], [1, 1, 0.5, 0.5], 17, "generic scatter x1/2"),            # torch's bilinear x0.5
     (LINEAR, ["N", "C", "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2"),
-    (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.5, 0.5], 13, "generic scatter x1/2"),      # one row of 2: a mask
-    (NEAREST, ["N", 3, "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2"),
+    # one row of a block reached (a mask): the gathered spelling
+    (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.5, 0.5], 13, "generic scatter x1/2, gather on a tail"),
+    (NEAREST, ["N", 3, "H", "W"], [1, 1, 0.5, 0.5], 19, "generic scatter x1/2, gather on a tail"),
+    (ASYM_FLOOR, ["N", 16, "H", "W"], [1, 1, 0.25, 0.25], 17, "generic gather x1/4"),      # rows of 16, no If
     (dict(LINEAR, coordinate_transformation_mode="asymmetric"), ["N", 2, "H", "W"], [1, 1, 0.5, 0.5], 11,
-     "generic scatter x1/2"),                                                           # one row of 2, opset 11
-    (LINEAR, ["N", 3, "H", "W"], [1, 1, 0.25, 0.25], 19, "generic scatter x1/4"),     # rows 1, 2 of 4: two Resizes
-    (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.125, 0.125], 17, "generic scatter x1/8"),
+     "generic scatter x1/2, gather on a tail"),                                         # one row of 2, opset 11
+    (LINEAR, ["N", 3, "H", "W"], [1, 1, 0.25, 0.25], 19, "generic gather x1/4"),      # rows 1, 2 of 4, weight 1/4
+    (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.125, 0.125], 17, "generic gather x1/8"),
 ]
 DOWN_SIZES = [(8, 8, 8), (9, 15, 9), (16, 9, 12), (33, 20, 17), (113, 64, 35)]     # every length at least 1/scale
 
@@ -448,12 +450,31 @@ def test_scatter_is_bitwise_the_reference_gradient_on_odd_and_even_lengths(attrs
     lowered, report = lower(grad_model(attrs, dims, scales, opset), semantics=INSTALLED)
     onnx.checker.check_model(lowered, full_check=True)
     assert report[0].dynamic and all(f.startswith(form) for f in report[0].forms), report[0].forms
-    assert not all_ops(lowered.graph) & GENERAL_PATH_OPS and "Resize" in all_ops(lowered.graph)
+    assert not all_ops(lowered.graph) & GENERAL_PATH_OPS
+    assert ("Resize" in all_ops(lowered.graph)) == ("scatter" in form)      # the gathered spelling: no Resize
+    assert ("Pad" in all_ops(lowered.graph)) == ("gather" in form or "tail" not in form)
     for k, sizes in enumerate(DOWN_SIZES):
         it = iter(sizes)
         shape = [d if isinstance(d, int) else (2, 3)[a] if a < 2 else next(it) for a, d in enumerate(dims)]
         dy, dx = run(lowered, shape, scales, seed=k)
         np.testing.assert_array_equal(dx, reference(attrs, shape, scales, dy).astype(np.float32))
+
+
+def test_gathered_spelling_leaves_unreached_rows_exactly_zero_under_inf():
+    """torch's nearest x1/4: an inf in dY reaches its own X entry; the X rows no dY row reads are gathered from a
+    zero row (exactly 0, where the scatter's mask gave 0 x inf = NaN); on the last axis the MatMul's 0 x inf is
+    NaN in the inf's MatMul row only (here rows of one dY value: C symbolic, dY's size not a multiple of 16)."""
+    lowered, report = lower(grad_model(ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.25, 0.25], 17), semantics=INSTALLED)
+    assert report[0].forms[0] == "generic gather x1/4"
+    dy = np.ones((1, 2, 3, 4), np.float32)
+    dy[0, 1, 1, 2] = np.inf
+    dx = session(lowered).run(None, {"dY": dy, "X": np.zeros((1, 2, 13, 17), np.float32)})[0]
+    assert dx[0, 1, 4, 8] == np.inf
+    unreached = np.ones(13, bool)
+    unreached[0:12:4] = False
+    assert not dx[:, :, unreached].any() and not dx[..., 16].any()        # the rows no dY row reads, the tails
+    bad = ~np.isfinite(dx)
+    assert bad[0, 1, 4, 8:12].all() and bad.sum() == 4, np.argwhere(bad)  # the inf and its block's 0 x inf
 
 
 @pytest.mark.parametrize("attrs, scales", [
@@ -488,7 +509,7 @@ def test_scatter_is_onnxruntimes_forward_transposed(attrs, opset):
     """<Resize(x), dY> = <x, dX> with onnxruntime's own forward Resize (scales 1/2) on odd and even shapes."""
     scales = [1, 1, 0.5, 0.5]
     lowered, report = lower(grad_model(attrs, ["N", 4, "H", "W"], scales, opset), semantics=INSTALLED)
-    assert report[0].forms[0].startswith("generic scatter")
+    assert report[0].forms[0] == "generic scatter x1/2" + ("" if attrs is LINEAR else ", gather on a tail")
     forward = helper.make_model(helper.make_graph(
         [helper.make_node("Resize", ["x", "", "s"], ["y"], **attrs)], "f",
         [helper.make_tensor_value_info("x", F32, ["N", 4, "H", "W"])], [helper.make_tensor_value_info("y", F32, None)],
@@ -522,7 +543,7 @@ def test_scatter_is_torch_autograds_gradient(torch_mode, kw, attrs, factor):
     torch = pytest.importorskip("torch", reason="torch is the oracle here (the training env has it)")
     scales = [1, 1, factor, factor]
     lowered, report = lower(grad_model(attrs, ["N", 3, "H", "W"], scales, 17), semantics=INSTALLED)
-    assert report[0].forms[0].startswith("generic scatter")
+    assert report[0].forms[0].startswith("generic gather" if factor == 0.25 else "generic scatter")
     for k, shape in enumerate([(2, 3, 4, 4), (2, 3, 9, 7), (1, 3, 16, 13), (1, 3, 31, 64)]):
         dy, dx = run(lowered, shape, scales, seed=k)
         x = torch.zeros(shape, requires_grad=True)
