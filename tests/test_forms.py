@@ -60,6 +60,11 @@ PICKS = [
      ["Mul", "Resize", "Pad"]),          # x1/2 with a tail row: each dY row into its block, the tail padded
     (_spec("linear", (1, 16, 97, 97), scales=(0.5, 0.5), opset=17), ("scatter x1/2",) * 2,
      ["Mul", "Resize", "Pad"]),          # odd lengths: a tail row and column (measured 0.044 -> 0.030 ms)
+    (_spec("nearest", (4, 48, 113, 113), scales=(0.5, 0.5), opset=17, coordinate_transformation_mode="asymmetric",
+           nearest_mode="floor"), ("gather x1/2",) * 2,
+     ["Reshape", "MatMul", "Reshape", "Pad", "Gather"]),     # torch's nearest x0.5, odd: unreached rows, a tail
+    (_spec("linear", (4, 16, 130, 131), scales=(0.25, 0.25), opset=17), ("gather x1/4",) * 2,
+     ["Reshape", "MatMul", "Reshape", "Pad", "Gather"]),     # linear x1/4 reaches rows 1 and 2 of 4
 ]
 
 

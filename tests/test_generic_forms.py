@@ -483,14 +483,36 @@ def test_gathered_spelling_leaves_unreached_rows_exactly_zero_under_inf():
     (dict(LINEAR, antialias=1), [1, 1, 0.5, 0.5]),                          # a wider filter
     (LINEAR, [1, 1, 1 / 3, 1 / 3]),                                         # float32 1/3: weights 1 - 3e-8, 3e-8
     (LINEAR, [1, 1, 0.5, 2]),                                               # down and up
-    (LINEAR, [1, 1, 0.25, 0.5]),            # proven, but H and W differ: no fast 2x Resize (scatter.resize_fits)
-    (LINEAR, [1, 1, 1, 0.5]),               # one axis: no fast 2x Resize kernel either
 ])
 def test_downsampling_the_scatter_cannot_state_keeps_the_run_time_path(attrs, scales):
     lowered, report = lower(grad_model(attrs, ["N", 2, "H", "W"], scales, 19), semantics=INSTALLED)
     assert report[0].forms[0].startswith("dynamic"), report[0].forms
     dy, dx = run(lowered, [2, 2, 13, 12], scales)
     np.testing.assert_allclose(dx, reference(attrs, [2, 2, 13, 12], scales, dy), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("attrs, dims, scales", [
+    (LINEAR, ["N", 2, "H", "W"], [1, 1, 0.25, 0.5]),      # H and W differ: no fast 2x Resize (scatter.resize_fits)
+    (LINEAR, ["N", 2, "H", "W"], [1, 1, 1, 0.5]),         # the last axis alone: one MatMul and the tail's Pad
+    (ASYM_FLOOR, ["N", 2, "H", "W"], [1, 1, 0.5, 1]),     # H alone: Gathers of rows, no MatMul
+    (LINEAR, ["N", "C", "L"], [1, 1, 0.5]),               # 3-D (torch's linear), C symbolic: rows of 16 or 1
+    (LINEAR, ["N", 4, "D", "H", "W"], [1, 1, 0.5, 0.5, 0.5]),     # 5-D (torch's trilinear)
+    (ASYM_FLOOR, ["N", "C", "D", "H", "W"], [1, 1, 0.25, 0.5, 0.125]),
+    (ASYM_FLOOR, ["N", "C", "H", "W"], [1, 0.5, 1, 1]),   # the channels
+])
+def test_downsampling_without_onnxruntimes_fast_resize_takes_the_gathered_spelling(attrs, dims, scales):
+    """Proven blocks on any axes and ranks: one blocked MatMul on the last axis, a Gather of rows per other axis;
+    bitwise the reference (its weights are powers of two) on lengths with and without tails, no run-time path."""
+    opset = 17
+    lowered, report = lower(grad_model(attrs, dims, scales, opset), semantics=INSTALLED)
+    onnx.checker.check_model(lowered, full_check=True)
+    assert all(f.startswith("generic gather x1/") for f in report[0].forms), report[0].forms
+    assert not all_ops(lowered.graph) & (GENERAL_PATH_OPS | {"Resize"})
+    for seed, extra in enumerate((0, 1, 7)):
+        shape = [d if isinstance(d, int) else 2 + seed if a < 2 else round(8 / s) * (seed + 1) + extra
+                 for a, (d, s) in enumerate(zip(dims, scales))]
+        dy, dx = run(lowered, shape, scales, seed=seed)
+        np.testing.assert_array_equal(dx, reference(attrs, shape, scales, dy).astype(np.float32))
 
 
 @pytest.mark.parametrize("dy_shape", [(1, 2, 3, 4), (1, 2, 4, 3), (1, 2, 2, 8), (2, 2, 4, 4), (1, 2, 5, 4)])

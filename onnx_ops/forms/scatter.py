@@ -14,7 +14,7 @@ import numpy as np
 from dml_desc.canonical import Resampling
 from dml_desc.weights import Taps, gradient_taps
 
-from .cost import NS_PER_BYTE, NS_PER_NODE, PAD_NS_PER_BYTE
+from .cost import NS_PER_BYTE, NS_PER_NODE, PAD_NS_PER_BYTE, ROW_GATHER_NS_PER_BYTE, matmul_cost
 from .dynamic_taps import squeeze_axes
 from .emitter import Emitter
 from .filter_conv import dims
@@ -68,6 +68,7 @@ class DownsampleForm:
     axes: dict            # axis -> DownAxis
     rank: int
     channels: int | None = None
+    fits: bool = True     # onnxruntime's fast 2x Resize takes it (resize_fits), else the gathered spelling only
     down = True
     block = spatial = False
     resize = None
@@ -82,9 +83,10 @@ class DownsampleForm:
 
     @property
     def gathered(self) -> bool:
-        """The shape-generic spelling is emit_gathered's whatever the lengths: blocks with unreached rows, k >= 4
-        (measured faster than the Resizes and the mask everywhere; at k = 2 only where X has a tail)."""
-        return self.masked and self.axes[self.rank - 1].k >= 4
+        """The shape-generic spelling is emit_gathered's whatever the lengths: where onnxruntime's Resize has no fast
+        kernel (not `fits`), or blocks have unreached rows and k >= 4 (measured faster than the Resizes and the mask
+        everywhere; at k = 2 only where X has a tail)."""
+        return not self.fits or self.masked and self.axes[self.rank - 1].k >= 4
 
     @property
     def masked(self) -> bool:
@@ -131,17 +133,23 @@ def static_form(res: Resampling) -> DownsampleForm | None:
 
 def cost(res: Resampling, form: DownsampleForm, itemsize: int = 4) -> float:
     """The estimate: the Resize reads dY and writes X's whole blocks, the scale reads and writes dY, a mask Mul
-    reads and writes the blocks again, the Pad copies them once more (one thread)."""
+    reads and writes the blocks again, the Pad copies them once more (one thread); `gathered_cost` where blocks
+    have unreached rows (emit_static)."""
+    if form.masked:
+        return gathered_cost(res, form, itemsize)
     dy, dx = math.prod(res.out_shape) * itemsize, math.prod(res.in_shape) * itemsize
-    passes = 1 + form.masked + (form.axes[form.rank - 1].k > 2) / 4
+    passes = 1 + (form.axes[form.rank - 1].k > 2) / 4
     tail = any(res.in_shape[a] != f.k * res.out_shape[a] for a, f in form.axes.items())
     return (3 * dy + passes * 2 * dx) * NS_PER_BYTE + tail * dx * PAD_NS_PER_BYTE + 3 * NS_PER_NODE
 
 
 def emit_static(em: Emitter, src: str, res: Resampling, form: DownsampleForm) -> tuple:
-    """(dX, names) of a static map: the scattered rows, the tail padded where there is one."""
-    mask = _reach_mask(em, em.node("Shape", [src], "dyshape"), form) if form.masked else None
-    out = _scattered(em, em.scale(src, form.weight), mask, form)
+    """(dX, names) of a static map: the scattered rows, the tail padded where there is one; the gathered spelling
+    where blocks have unreached rows (static, kron takes the whole blocks first: odd lengths; nearest x1/2 on
+    4x48x113^2, 2 threads, the plan's Gather and dense MatMul 0.51-0.77 ms, this spelling about 0.4)."""
+    if form.masked:
+        return _static_gathered(em, src, res, form), tuple(f"gather x1/{f.k}" for f in form.axes.values())
+    out = _scattered(em, em.scale(src, form.weight), None, form)
     tail = [res.in_shape[a] - f.k * res.out_shape[a] if (f := form.axes.get(a)) else 0 for a in range(form.rank)]
     return (em.pad(out, [0] * form.rank + tail) if any(tail) else out), \
         tuple(f"scatter x1/{f.k}" for f in form.axes.values())
@@ -166,17 +174,41 @@ def emit_generic(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
 
 
 def emit_gathered(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
-    """Run-time lengths, where some block rows are not reached (nearest): the last axis by one MatMul of rows of b dY
-    values with kron(I_b, the block's weights) (each dY value writes its k X values, so rows of b need only divide
-    dY's size: b from ROW_VALUES, an If where the static dims do not guarantee the widest), the other axis by a
-    Gather of whole rows from a zero row padded on with the last axis's tail (the unreached rows exactly 0). The
-    Resizes and mask Mul of the scatter write dX twice more (2 threads, onnxruntime 1.19.2, nearest x1/4, ms:
-    4x48x224^2 2.9-3.0 -> 1.5, 8x64x31^2 0.19-0.24 -> 0.11); at x1/2 one Resize and the mask measured 10-20%
-    faster on whole blocks, the gathered spelling 30-40% faster with a tail (2x64x160x97: 0.44-0.60 -> 0.30-0.34);
-    unmasked, the one Resize is faster (linear x1/2)."""
+    """Run-time lengths: the gathered spelling (gathered) on dY's and X's run-time shapes."""
+    known = form.channels if form.channels and 1 not in form.axes else 1          # a factor of dY's size
+    return gathered(em, dy, em.node("Shape", [dy], "dyshape"), em.node("Shape", [x], "xshape"), form, known)
+
+
+def gathered(em: Emitter, dy: str, sy: str, sx: str, form: DownsampleForm, known: int) -> str:
+    """dX where blocks have rows dY does not reach (nearest, linear x1/4) or onnxruntime's Resize has no fast kernel,
+    from dY's and X's shapes `sy`, `sx`: the last axis (where resized) by one MatMul of rows of b dY values with
+    kron(I_b, the block's weights) (each dY value writes its k
+    X values, so rows of b need only divide dY's size: b from ROW_VALUES, an If on the size where `known`, a
+    factor of it, does not guarantee the widest), each other axis by a Gather of whole rows from a zero row padded
+    on (the first Pad adds the last axis's tail too); the unreached rows exactly 0. The Resizes and mask Mul of the
+    scatter write dX twice more (2 threads, onnxruntime 1.19.2, nearest x1/4, ms: 4x48x224^2 2.9-3.0 -> 1.5,
+    8x64x31^2 0.19-0.24 -> 0.11); at x1/2 one Resize and the mask measured 10-20% faster on whole blocks, this
+    spelling 30-40% faster with a tail (2x64x160x97: 0.44-0.60 -> 0.30-0.34); unmasked, the one Resize is faster
+    (linear x1/2)."""
     last = form.rank - 1
-    sy, sx = em.node("Shape", [dy], "dyshape"), em.node("Shape", [x], "xshape")
-    known = form.channels or 1
+    if last not in form.axes:
+        cur, tail = em.scale(dy, form.weight), ""
+    else:
+        cur = _widened(em, dy, sy, form, known)                         # [.., m, k * m_last]
+        tail = em.node("Sub", [dims(em, sx, last, last + 1),
+                               em.node("Mul", [dims(em, sy, last, last + 1),
+                                               em.const([form.axes[last].k], "k", np.int64)], "whole")], "tail")
+    others = sorted((a for a in form.axes if a != last), reverse=True)
+    if not others:          # the last axis alone: its tail padded (a Reshape writing dX would copy it too)
+        return em.node("Pad", [cur, em.node("Concat", [em.const([0] * (2 * form.rank - 1), "head", np.int64), tail],
+                                            "pads", axis=0)], "padded")
+    for a in others:
+        cur, tail = _rows_gathered(em, cur, sy, sx, a, form, tail), ""
+    return cur
+
+
+def _widened(em: Emitter, dy: str, sy: str, form: DownsampleForm, known: int) -> str:
+    """dY's last axis written into its k-row blocks by one MatMul (`gathered`), viewed at dY's other dims."""
     narrow = next(b for b in ROW_VALUES if known % b == 0)
     if narrow == ROW_VALUES[0]:
         rows = _block_rows(em, dy, form, narrow)
@@ -185,11 +217,34 @@ def emit_gathered(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
         fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
         rows = emit_if(em, fits, lambda: _block_rows(em, dy, form, ROW_VALUES[0]),
                        lambda: _block_rows(em, dy, form, narrow), "block_rows")
+    last = form.rank - 1
     wide = em.node("Concat", [dims(em, sy, 0, last), em.const([-1], "rest", np.int64)], "wide_shape", axis=0)
-    cur = em.node("Reshape", [rows, wide], "widened")                   # [.., m, k * m_last]
+    return em.node("Reshape", [rows, wide], "widened")
+
+
+def _static_gathered(em: Emitter, src: str, res: Resampling, form: DownsampleForm) -> str:
+    """`gathered` on known lengths: its views, pads and row indices constants."""
+    last, k = form.rank - 1, form.axes[form.rank - 1].k
+    b = next(b for b in ROW_VALUES if math.prod(res.out_shape) % b == 0)
+    cur = em.reshape(_block_rows(em, src, form, b), list(res.out_shape[:last]) + [k * res.out_shape[last]])
+    tail = res.in_shape[last] - k * res.out_shape[last]
     for a in sorted((a for a in form.axes if a != last), reverse=True):
-        cur = _rows_gathered(em, cur, sy, sx, a, form, last)
+        f, n, m = form.axes[a], res.in_shape[a], res.out_shape[a]
+        padded = em.pad(cur, [0] * form.rank + [int(x == a) for x in range(last)] + [tail])
+        rows = np.arange(n)
+        index = np.where(np.asarray(f.reach)[rows % f.k] & (rows // f.k < m), rows // f.k, m)
+        cur, tail = em.node("Gather", [padded, em.const(index, "index", np.int64)], "gathered", axis=a), 0
     return cur
+
+
+def gathered_cost(res: Resampling, form: DownsampleForm, itemsize: int = 4) -> float:
+    """The estimate of `gathered`: the MatMul reads dY and writes X's last axis, the Pad copies that (one thread),
+    the Gather writes dX."""
+    dy, dx = math.prod(res.out_shape), math.prod(res.in_shape)
+    widened = dx / math.prod(f.k for a, f in form.axes.items() if a != form.rank - 1)
+    b = next(b for b in ROW_VALUES if dy % b == 0)
+    return matmul_cost(dy / b, b, form.axes[form.rank - 1].k * b, 1, dy + widened, itemsize) + \
+        widened * itemsize * PAD_NS_PER_BYTE + 2 * dx * itemsize * ROW_GATHER_NS_PER_BYTE + 4 * NS_PER_NODE
 
 
 def _block_rows(em: Emitter, dy: str, form: DownsampleForm, b: int) -> str:
@@ -200,15 +255,13 @@ def _block_rows(em: Emitter, dy: str, form: DownsampleForm, b: int) -> str:
     return em.node("MatMul", [rows, em.const(np.kron(np.eye(b), [block]), "blocks")], "blocked")
 
 
-def _rows_gathered(em: Emitter, src: str, sy: str, sx: str, axis: int, form: DownsampleForm, last: int) -> str:
+def _rows_gathered(em: Emitter, src: str, sy: str, sx: str, axis: int, form: DownsampleForm, tail: str) -> str:
     """src's `axis` (dY's m rows) gathered into X's n rows: block o's reached rows read row o, the others and the
-    rows past the last whole block a zero row padded on (with the last axis's tail, to X's length)."""
+    rows past the last whole block a zero row padded on (with `tail` columns on the last axis where given)."""
     f = form.axes[axis]
     n, m = dims(em, sx, axis, axis + 1), dims(em, sy, axis, axis + 1)
-    tail = em.node("Sub", [dims(em, sx, last, last + 1), em.node("Mul", [dims(em, sy, last, last + 1),
-                                                                         em.const([form.axes[last].k], "k", np.int64)],
-                                                                 "whole")], "tail")
-    after = [em.const([1 if a == axis else 0], "pad", np.int64) if a != last else tail for a in range(form.rank)]
+    after = [em.const([1 if a == axis else 0], "pad", np.int64) for a in range(form.rank - 1)]
+    after.append(tail or em.const([0], "pad", np.int64))
     pads = em.node("Concat", [em.const([0] * form.rank, "head", np.int64)] + after, "pads", axis=0)
     padded = em.node("Pad", [src, pads], "zero_row")
     rows = em.node("Range", [em.const(0, "zero", np.int64), em.node("Squeeze", [n], "n", **squeeze_axes(em)),

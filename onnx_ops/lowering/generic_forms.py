@@ -204,15 +204,14 @@ def _downsample_form(key: tuple, factors: dict, dims, opset: int) -> DownsampleF
     ks = {axis: round(1 / factor) for axis, factor in factors.items()}
     if any(k not in DOWN_FACTORS or float(np.float32(1 / k)) != factors[a] for a, k in ks.items()):
         return None
-    if not resize_fits(len(dims), ks):             # before the proofs: each converts every length of FAMILY
-        return None
     forms = {}
     for axis, k in ks.items():
         form = proven_down_axis(key, k, opset)
         if form is None:
             return None
         forms[axis] = form
-    return DownsampleForm(forms, len(dims), dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None)
+    return DownsampleForm(forms, len(dims), dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None,
+                          resize_fits(len(dims), ks))
 
 
 @lru_cache(maxsize=256)
