@@ -65,6 +65,9 @@ PICKS = [
      ["Reshape", "MatMul", "Reshape", "Pad", "Gather"]),     # torch's nearest x0.5, odd: unreached rows, a tail
     (_spec("linear", (4, 16, 130, 131), scales=(0.25, 0.25), opset=17), ("gather x1/4",) * 2,
      ["Reshape", "MatMul", "Reshape", "Pad", "Gather"]),     # linear x1/4 reaches rows 1 and 2 of 4
+    (_spec("nearest", (8, 64, 31, 31), scales=(0.25, 0.25), opset=20, coordinate_transformation_mode="asymmetric",
+           nearest_mode="floor"), ("gather x1/4",) * 2,
+     ["MatMul", "Pad", "Gather"]),       # a tiny last axis: one dense MatMul writes its tail, no Pad of columns
 ]
 
 

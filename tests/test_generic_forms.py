@@ -463,16 +463,16 @@ def test_scatter_is_bitwise_the_reference_gradient_on_odd_and_even_lengths(attrs
 def test_gathered_spelling_leaves_unreached_rows_exactly_zero_under_inf():
     """torch's nearest x1/4: an inf in dY reaches its own X entry; the X rows no dY row reads are gathered from a
     zero row (exactly 0, where the scatter's mask gave 0 x inf = NaN); on the last axis the MatMul's 0 x inf is
-    NaN in the inf's MatMul row only (here rows of one dY value: C symbolic, dY's size not a multiple of 16)."""
+    NaN in the inf's MatMul row only (here rows of one dY value: C symbolic, dY's size odd)."""
     lowered, report = lower(grad_model(ASYM_FLOOR, ["N", "C", "H", "W"], [1, 1, 0.25, 0.25], 17), semantics=INSTALLED)
     assert report[0].forms[0] == "generic gather x1/4"
-    dy = np.ones((1, 2, 3, 4), np.float32)
+    dy = np.ones((1, 3, 3, 5), np.float32)
     dy[0, 1, 1, 2] = np.inf
-    dx = session(lowered).run(None, {"dY": dy, "X": np.zeros((1, 2, 13, 17), np.float32)})[0]
+    dx = session(lowered).run(None, {"dY": dy, "X": np.zeros((1, 3, 13, 21), np.float32)})[0]
     assert dx[0, 1, 4, 8] == np.inf
     unreached = np.ones(13, bool)
     unreached[0:12:4] = False
-    assert not dx[:, :, unreached].any() and not dx[..., 16].any()        # the rows no dY row reads, the tails
+    assert not dx[:, :, unreached].any() and not dx[..., 20].any()        # the rows no dY row reads, the tails
     bad = ~np.isfinite(dx)
     assert bad[0, 1, 4, 8:12].all() and bad.sum() == 4, np.argwhere(bad)  # the inf and its block's 0 x inf
 

@@ -28,6 +28,9 @@ ROW_GATHER_NS_PER_BYTE = 0.0088
 ROW_SCALE_NS_PER_BYTE = 0.018
 PAD_NS_PER_BYTE = 0.036      # onnxruntime's Pad (one thread): the zero row beats the Mul from n / m = 2 (measured
 #                              on nearest 128 -> 41, 64 -> 30 against 24 -> 14 and 12 -> 7: 1.7 lost, 2.1 won)
+PAD_NS_PER_ROW = 8.0        # ... and per row where it pads the last axis too (2 threads, 2026-11-27: a zero row and 3
+#                            columns on [8, 64, 7, 28], [4, 48, 56, 112], [8, 16, 112, 224]: 4.9, 2.8, 12.9 ns a row
+#                            more than the zero row alone)
 NS_PER_BYTE = 0.027
 NS_PER_MAC = 0.009 * PIPELINE
 NS_PER_ROW = 1.0 * PIPELINE

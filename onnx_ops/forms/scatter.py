@@ -14,7 +14,7 @@ import numpy as np
 from dml_desc.canonical import Resampling
 from dml_desc.weights import Taps, gradient_taps
 
-from .cost import NS_PER_BYTE, NS_PER_NODE, PAD_NS_PER_BYTE, ROW_GATHER_NS_PER_BYTE, matmul_cost
+from .cost import NS_PER_BYTE, NS_PER_NODE, PAD_NS_PER_BYTE, PAD_NS_PER_ROW, ROW_GATHER_NS_PER_BYTE, matmul_cost
 from .dynamic_taps import squeeze_axes
 from .emitter import Emitter
 from .filter_conv import dims
@@ -22,7 +22,15 @@ from .generic_emit import emit_if
 from .resize import taps_close
 
 DOWN_FACTORS = range(2, 9)
-ROW_VALUES = (16, 8, 4, 2, 1)   # dY values per MatMul row of the gathered spelling: the first dividing dY's size
+MLAS_COLUMNS = 16     # the gathered spelling's MatMul writes rows of k * b = 16 X values where b divides dY's size
+
+
+def row_values(k: int) -> tuple:
+    """dY values per MatMul row of the gathered spelling, widest first: 16 / k (MLAS computes 16 columns at a time;
+    wider rows only add multiplies by 0: nearest x1/4 8x64x31^2, rows of 16 0.072-0.080 ms, of 4 ...), then halved
+    down to 1; the first that divides dY's size is taken."""
+    widest = max(MLAS_COLUMNS // k, 1)
+    return tuple(widest >> i for i in range(widest.bit_length()))
 
 
 def resize_fits(rank: int, ks: dict) -> bool:
@@ -183,7 +191,7 @@ def gathered(em: Emitter, dy: str, sy: str, sx: str, form: DownsampleForm, known
     """dX where blocks have rows dY does not reach (nearest, linear x1/4) or onnxruntime's Resize has no fast kernel,
     from dY's and X's shapes `sy`, `sx`: the last axis (where resized) by one MatMul of rows of b dY values with
     kron(I_b, the block's weights) (each dY value writes its k
-    X values, so rows of b need only divide dY's size: b from ROW_VALUES, an If on the size where `known`, a
+    X values, so rows of b need only divide dY's size: b from row_values, an If on the size where `known`, a
     factor of it, does not guarantee the widest), each other axis by a Gather of whole rows from a zero row padded
     on (the first Pad adds the last axis's tail too); the unreached rows exactly 0. The Resizes and mask Mul of the
     scatter write dX twice more (2 threads, onnxruntime 1.19.2, nearest x1/4, ms: 4x48x224^2 2.9-3.0 -> 1.5,
@@ -209,25 +217,33 @@ def gathered(em: Emitter, dy: str, sy: str, sx: str, form: DownsampleForm, known
 
 def _widened(em: Emitter, dy: str, sy: str, form: DownsampleForm, known: int) -> str:
     """dY's last axis written into its k-row blocks by one MatMul (`gathered`), viewed at dY's other dims."""
-    narrow = next(b for b in ROW_VALUES if known % b == 0)
-    if narrow == ROW_VALUES[0]:
+    last = form.rank - 1
+    widths = row_values(form.axes[last].k)
+    narrow = next(b for b in widths if known % b == 0)
+    if narrow == widths[0]:
         rows = _block_rows(em, dy, form, narrow)
     else:
-        rest = em.node("Mod", [em.node("Size", [dy], "size"), em.const(ROW_VALUES[0], "width", np.int64)], "rest")
+        rest = em.node("Mod", [em.node("Size", [dy], "size"), em.const(widths[0], "width", np.int64)], "rest")
         fits = em.node("Equal", [rest, em.const(0, "zero", np.int64)], "fits")
-        rows = emit_if(em, fits, lambda: _block_rows(em, dy, form, ROW_VALUES[0]),
+        rows = emit_if(em, fits, lambda: _block_rows(em, dy, form, widths[0]),
                        lambda: _block_rows(em, dy, form, narrow), "block_rows")
-    last = form.rank - 1
     wide = em.node("Concat", [dims(em, sy, 0, last), em.const([-1], "rest", np.int64)], "wide_shape", axis=0)
     return em.node("Reshape", [rows, wide], "widened")
 
 
 def _static_gathered(em: Emitter, src: str, res: Resampling, form: DownsampleForm) -> str:
-    """`gathered` on known lengths: its views, pads and row indices constants."""
+    """`gathered` on known lengths: its views, pads and row indices constants; the last axis by one dense MatMul
+    (its tail columns zeros of the matrix, no Pad of them) where estimated cheaper (`_last_axis_costs`)."""
     last, k = form.rank - 1, form.axes[form.rank - 1].k
-    b = next(b for b in ROW_VALUES if math.prod(res.out_shape) % b == 0)
-    cur = em.reshape(_block_rows(em, src, form, b), list(res.out_shape[:last]) + [k * res.out_shape[last]])
-    tail = res.in_shape[last] - k * res.out_shape[last]
+    b = next(b for b in row_values(k) if math.prod(res.out_shape) % b == 0)
+    blocked, dense = _last_axis_costs(res, form)
+    if dense < blocked:
+        n, m = res.in_shape[last], res.out_shape[last]
+        matrix = form.weight * form.axes[last].matrix(n).T / form.axes[last].weight       # [m, n], the tail zeros
+        cur, tail = em.node("MatMul", [src, em.const(matrix, "dense")], "dense"), 0
+    else:
+        cur = em.reshape(_block_rows(em, src, form, b), list(res.out_shape[:last]) + [k * res.out_shape[last]])
+        tail = res.in_shape[last] - k * res.out_shape[last]
     for a in sorted((a for a in form.axes if a != last), reverse=True):
         f, n, m = form.axes[a], res.in_shape[a], res.out_shape[a]
         padded = em.pad(cur, [0] * form.rank + [int(x == a) for x in range(last)] + [tail])
@@ -238,13 +254,24 @@ def _static_gathered(em: Emitter, src: str, res: Resampling, form: DownsampleFor
 
 
 def gathered_cost(res: Resampling, form: DownsampleForm, itemsize: int = 4) -> float:
-    """The estimate of `gathered`: the MatMul reads dY and writes X's last axis, the Pad copies that (one thread),
-    the Gather writes dX."""
-    dy, dx = math.prod(res.out_shape), math.prod(res.in_shape)
-    widened = dx / math.prod(f.k for a, f in form.axes.items() if a != form.rank - 1)
-    b = next(b for b in ROW_VALUES if dy % b == 0)
-    return matmul_cost(dy / b, b, form.axes[form.rank - 1].k * b, 1, dy + widened, itemsize) + \
-        widened * itemsize * PAD_NS_PER_BYTE + 2 * dx * itemsize * ROW_GATHER_NS_PER_BYTE + 4 * NS_PER_NODE
+    """The estimate of `gathered` (static): the last axis's MatMul (_last_axis_costs), the Pad copies its result (one
+    thread), the Gather writes dX."""
+    widened = math.prod(res.in_shape) / math.prod(f.k for a, f in form.axes.items() if a != form.rank - 1)
+    return min(_last_axis_costs(res, form, itemsize)) + widened * itemsize * PAD_NS_PER_BYTE + \
+        2 * math.prod(res.in_shape) * itemsize * ROW_GATHER_NS_PER_BYTE + 3 * NS_PER_NODE
+
+
+def _last_axis_costs(res: Resampling, form: DownsampleForm, itemsize: int = 4) -> tuple:
+    """(blocked, dense) estimates of the static last axis: rows of b dY values (and the Pad of the tail columns, row
+    by row), or one dense m x n MatMul (tiny maps: nearest x1/4 8x64x31^2, 2 threads, the blocked MatMul and its
+    Pad 0.068-0.093 ms, dense 0.054-0.068)."""
+    last = form.rank - 1
+    k, n, m = form.axes[last].k, res.in_shape[last], res.out_shape[last]
+    dy, rows = math.prod(res.out_shape), math.prod(res.out_shape[:last])
+    b = next(b for b in row_values(k) if dy % b == 0)
+    moved = dy + rows * n
+    blocked = matmul_cost(dy / b, b, k * b, 1, moved, itemsize) + (n > k * m) * rows * PAD_NS_PER_ROW
+    return blocked + NS_PER_NODE, matmul_cost(rows, m, n, 1, moved, itemsize)
 
 
 def _block_rows(em: Emitter, dy: str, form: DownsampleForm, b: int) -> str:
