@@ -26,9 +26,8 @@ MLAS_COLUMNS = 16     # the gathered spelling's MatMul writes rows of k * b = 16
 
 
 def row_values(k: int) -> tuple:
-    """dY values per MatMul row of the gathered spelling, widest first: 16 / k (MLAS computes 16 columns at a time;
-    wider rows only add multiplies by 0: nearest x1/4 8x64x31^2, rows of 16 0.072-0.080 ms, of 4 ...), then halved
-    down to 1; the first that divides dY's size is taken."""
+    """dY values per MatMul row of the gathered spelling, widest first: 16 / k (MLAS computes 16 columns at a time,
+    and wider rows only add multiplies by 0), then halved down to 1; the first that divides dY's size is taken."""
     widest = max(MLAS_COLUMNS // k, 1)
     return tuple(widest >> i for i in range(widest.bit_length()))
 
@@ -190,9 +189,9 @@ def emit_gathered(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
 def gathered(em: Emitter, dy: str, sy: str, sx: str, form: DownsampleForm, known: int) -> str:
     """dX where blocks have rows dY does not reach (nearest, linear x1/4) or onnxruntime's Resize has no fast kernel,
     from dY's and X's shapes `sy`, `sx`: the last axis (where resized) by one MatMul of rows of b dY values with
-    kron(I_b, the block's weights) (each dY value writes its k
-    X values, so rows of b need only divide dY's size: b from row_values, an If on the size where `known`, a
-    factor of it, does not guarantee the widest), each other axis by a Gather of whole rows from a zero row padded
+    kron(I_b, the block's weights) (each dY value writes its k X values, so rows of b need only divide dY's size:
+    b from row_values, an If on the size where `known`, a factor of it, does not guarantee the widest), each
+    other axis by a Gather of whole rows from a zero row padded
     on (the first Pad adds the last axis's tail too); the unreached rows exactly 0. The Resizes and mask Mul of the
     scatter write dX twice more (2 threads, onnxruntime 1.19.2, nearest x1/4, ms: 4x48x224^2 2.9-3.0 -> 1.5,
     8x64x31^2 0.19-0.24 -> 0.11); at x1/2 one Resize and the mask measured 10-20% faster on whole blocks, this
@@ -235,13 +234,12 @@ def _static_gathered(em: Emitter, src: str, res: Resampling, form: DownsampleFor
     """`gathered` on known lengths: its views, pads and row indices constants; the last axis by one dense MatMul
     (its tail columns zeros of the matrix, no Pad of them) where estimated cheaper (`_last_axis_costs`)."""
     last, k = form.rank - 1, form.axes[form.rank - 1].k
-    b = next(b for b in row_values(k) if math.prod(res.out_shape) % b == 0)
     blocked, dense = _last_axis_costs(res, form)
     if dense < blocked:
-        n, m = res.in_shape[last], res.out_shape[last]
-        matrix = form.weight * form.axes[last].matrix(n).T / form.axes[last].weight       # [m, n], the tail zeros
+        matrix = form.weight * form.axes[last].matrix(res.in_shape[last]).T / form.axes[last].weight   # [m, n]
         cur, tail = em.node("MatMul", [src, em.const(matrix, "dense")], "dense"), 0
     else:
+        b = next(b for b in row_values(k) if math.prod(res.out_shape) % b == 0)
         cur = em.reshape(_block_rows(em, src, form, b), list(res.out_shape[:last]) + [k * res.out_shape[last]])
         tail = res.in_shape[last] - k * res.out_shape[last]
     for a in sorted((a for a in form.axes if a != last), reverse=True):
