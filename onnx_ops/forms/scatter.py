@@ -1,9 +1,13 @@
 """scatter: integer downsampling whose gradient writes each dY row into its own block of X rows. For a scale 1/k
 the output has m = floor(n / k) rows, and for many maps (linear half_pixel x1/2: both rows of the block 1/2;
 nearest: one row 1) dY row o reaches only X rows k*o .. k*o + k - 1, with one weight; the rows past the last whole
-block get nothing. Spelled as dY times the weights, one nearest Resize x k, a 0/1 mask where a block has rows dY
-does not reach, and a Pad of the tail. Static maps are proven here from their taps; maps with run-time lengths in
-onnx_ops.lowering.generic_forms (every length of FAMILY), and take the If that skips the Pad."""
+block get nothing. Two spellings:
+- scatter: dY times the weights, one nearest Resize x k, a 0/1 mask where a block has rows dY does not reach, and a
+  Pad of the tail (4-D, H and W by the same 1/2, 1/4 or 1/8: `resize_fits`);
+- gathered: one blocked MatMul on the last axis and a Gather of rows from a zero row per other axis, where blocks
+  have rows dY does not reach, or the Resize does not fit.
+Static maps are proven here from their taps; maps with run-time lengths in onnx_ops.lowering.generic_forms (every
+length of FAMILY), and take the If that skips the Pad."""
 from __future__ import annotations
 
 import math
@@ -56,12 +60,16 @@ class DownAxis:
         """The scale (1/k), as the calibration signature records it (2 would be upsampling's)."""
         return 1 / self.k
 
+    def source_rows(self, n: int) -> np.ndarray:
+        """The dY row each of X's n rows reads, m = n // k (a zero row) where it reads none."""
+        rows, m = np.arange(n), n // self.k
+        return np.where(np.asarray(self.reach)[rows % self.k] & (rows < self.k * m), rows // self.k, m)
+
     def taps(self, n: int) -> Taps:
         """The (n rows, n // k columns) gradient table this axis stands for."""
-        rows, m = np.arange(n), n // self.k
-        reached = (rows < self.k * m) & np.asarray(self.reach)[rows % self.k]
-        return Taps(np.minimum(rows // self.k, max(m - 1, 0))[:, None],
-                    np.where(reached, self.weight, 0.0)[:, None], m)
+        m = n // self.k
+        return Taps(np.minimum(np.arange(n) // self.k, max(m - 1, 0))[:, None],
+                    np.where(self.source_rows(n) < m, self.weight, 0.0)[:, None], m)
 
     def matrix(self, n: int) -> np.ndarray:
         """taps(n) as a dense (n, n // k) table."""
@@ -172,11 +180,13 @@ def emit_generic(em: Emitter, dy: str, x: str, form: DownsampleForm) -> str:
     mask = _reach_mask(em, sy, form) if form.masked else None
     ks = em.const([form.axes[a].k if a in form.axes else 1 for a in range(form.rank)], "ks", np.int64)
     tail = em.node("Sub", [em.node("Shape", [x], "xshape"), em.node("Mul", [sy, ks], "blocks")], "tail")
-    pads = em.node("Concat", [em.const([0] * form.rank, "head", np.int64), tail], "pads", axis=0)
     whole = em.node("Equal", [em.node("ReduceMax", [tail], "longest", keepdims=0), em.const(0, "none", np.int64)],
                     "whole")
-    on_tail = (lambda: emit_gathered(em, dy, x, form)) if form.masked else \
-        (lambda: em.node("Pad", [_scattered(em, src, mask, form), pads], "padded"))
+
+    def padded() -> str:
+        pads = em.node("Concat", [em.const([0] * form.rank, "head", np.int64), tail], "pads", axis=0)
+        return em.node("Pad", [_scattered(em, src, mask, form), pads], "padded")
+    on_tail = (lambda: emit_gathered(em, dy, x, form)) if form.masked else padded
     return emit_if(em, whole, lambda: _scattered(em, src, mask, form), on_tail, "scattered")
 
 
@@ -243,11 +253,9 @@ def _static_gathered(em: Emitter, src: str, res: Resampling, form: DownsampleFor
         cur = em.reshape(_block_rows(em, src, form, b), list(res.out_shape[:last]) + [k * res.out_shape[last]])
         tail = res.in_shape[last] - k * res.out_shape[last]
     for a in sorted((a for a in form.axes if a != last), reverse=True):
-        f, n, m = form.axes[a], res.in_shape[a], res.out_shape[a]
         padded = em.pad(cur, [0] * form.rank + [int(x == a) for x in range(last)] + [tail])
-        rows = np.arange(n)
-        index = np.where(np.asarray(f.reach)[rows % f.k] & (rows // f.k < m), rows // f.k, m)
-        cur, tail = em.node("Gather", [padded, em.const(index, "index", np.int64)], "gathered", axis=a), 0
+        index = em.const(form.axes[a].source_rows(res.in_shape[a]), "index", np.int64)
+        cur, tail = em.node("Gather", [padded, index], "gathered", axis=a), 0
     return cur
 
 

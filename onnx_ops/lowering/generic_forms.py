@@ -46,9 +46,11 @@ Spellings (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), th
 - scatter: integer downsampling (scales 1/k; DownsampleForm, onnx_ops.forms.scatter) where each dY row reaches
           only its own block of k X rows, with one weight (linear half_pixel x1/2: both rows 1/2; nearest: one
           row): dY times the weights, one nearest Resize x k, a 0/1 mask of the block rows dY reaches, X's rows
-          past the last whole block padded with zeros. Proven as the others, for every n in FAMILY; taken only
-          where onnxruntime's Resize has its fast 2x kernel (4-D, H and W by the same 1/2, 1/4 or 1/8, one Resize
-          x2 per halving: `resize_fits`).
+          past the last whole block padded with zeros, where onnxruntime's Resize has its fast 2x kernel (4-D, H
+          and W by the same 1/2, 1/4 or 1/8, one Resize x2 per halving: `resize_fits`); elsewhere, and where
+          blocks have unreached rows at 1/4 and 1/8 (at 1/2 on a tail), the gathered spelling: one blocked MatMul
+          on the last axis, a Gather of rows from a zero row per other axis. Proven as the others, for every n in
+          FAMILY.
 Emission is in onnx_ops.forms.generic_emit (the scatter's in onnx_ops.forms.scatter). Each starts with a check that
 dY's shape is X's times the factors (over them: floor(n / k), downsampling).
 `dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among the applicable spellings and the
