@@ -68,6 +68,13 @@ PICKS = [
     (_spec("nearest", (8, 64, 31, 31), scales=(0.25, 0.25), opset=20, coordinate_transformation_mode="asymmetric",
            nearest_mode="floor"), ("gather x1/4",) * 2,
      ["MatMul", "Pad", "Gather"]),       # a tiny last axis: one dense MatMul writes its tail, no Pad of columns
+    # 97 is prime: tiles of 16 X rows, the last one padded with 15 zero rows that a Slice drops (1.2-1.4x faster
+    # than the dense MatMul, docs/benchmarks.md); not below 1.5x growth, nor in place of one-row tiles
+    (_spec("linear", (2, 16, 97, 97), scales=(2.5, 2.5)), ("band 7x42->16, padded", "dense 1x242->97"),
+     ["Gather", "MatMul", "Reshape", "Slice", "MatMul"]),
+    (_spec("linear", (4, 16, 97, 97), scales=(1.25, 1.25)), ("dense 1x121->97",) * 2, ["MatMul", "MatMul"]),
+    (_spec("linear", (1, 32, 97, 97), scales=(3.0, 3.0), coordinate_transformation_mode="pytorch_half_pixel"),
+     ("band 97x5->1", "dense 1x291->97"), ["Gather", "MatMul", "Reshape", "MatMul"]),
 ]
 
 
@@ -126,8 +133,9 @@ def test_band_covers_any_map_exactly():
     res = to_canonical(r, semantics=INSTALLED)
     taps = gradient_taps(res.axes[0], res)
     oracle = _ort_gradient_matrix(37, 101, mode="cubic", coordinate_transformation_mode="align_corners")
-    for tile in (1, 37):
+    for tile in (1, 37, 8, 16):            # 8 and 16 do not divide 37: the last tile's extra rows are zero
         plan = band(taps, 0, tile)
+        assert plan.padding == -37 % tile and not plan.matrices[-1, tile - plan.padding:].any()
         np.testing.assert_array_equal(band_dense(plan, 101), taps.dense())
         np.testing.assert_allclose(band_dense(plan, 101), oracle, rtol=2e-6, atol=1e-6)
 

@@ -17,6 +17,13 @@ from .emitter import Emitter
 
 DENSE_MAX_COLS = 16  # the gather form's last axis as one dense MatMul up to this many dY columns
 MAX_TILE = 64        # the largest band tile tried
+# Tiles that do not divide the axis (the last one padded with zero rows, then sliced off), tried only where the plan
+# without them takes a dense MatMul on an axis of at least PADDED_MIN_ROWS X rows that dY has PADDED_MIN_GROWTH times
+# as many rows: there they measured faster; elsewhere the cost model misjudged them (docs/benchmarks.md, "Padded
+# band tiles").
+PADDED_TILES = (8, 16, 32, 64)
+PADDED_MIN_ROWS = 96
+PADDED_MIN_GROWTH = 1.5
 
 
 def split_piles(taps: Taps) -> tuple[Taps, list]:
@@ -97,15 +104,25 @@ class AxisPlan:
         return self.band.name() + (", transposed" if self.kind == "band-t" else "")
 
 
-def axis_options(taps: Taps, axis: int, shape: list, itemsize: int) -> list:
-    """Every spelling of one axis's contraction on a tensor of `shape`, each with its estimated cost."""
-    m, n, last = shape[axis], taps.rows, axis == len(shape) - 1
+def axis_options(taps: Taps, axis: int, shape: list, itemsize: int, padded: bool = False) -> list:
+    """Every spelling of one axis's contraction on a tensor of `shape`, each with its estimated cost (with `padded`,
+    the bands whose tiles do not divide the axis too)."""
+    m, n = shape[axis], taps.rows
     rest = math.prod(shape) / m
     light, piles = split_piles(taps)
     out = [AxisPlan(axis, "gather", None, gather_form_cost(rest, m, light, [len(w) for _, _, w in piles], itemsize,
                                                            math.prod(shape[axis + 1:])))]
-    swap = transposes_cost(rest, m, n, itemsize)
     tiles = {n} | {t for t in range(1, min(n, MAX_TILE) + 1) if n % t == 0}
+    return out + _band_options(taps, axis, shape, tiles | ({t for t in PADDED_TILES if n % t} if padded else set()),
+                               itemsize)
+
+
+def _band_options(taps: Taps, axis: int, shape: list, tiles: set, itemsize: int) -> list:
+    """The band spellings of one axis with each of `tiles` X rows per tile (shared or per tile; on the last axis,
+    per-tile matrices between two Transposes), each with its estimated cost."""
+    m, n, last = shape[axis], taps.rows, axis == len(shape) - 1
+    swap = transposes_cost(math.prod(shape) / m, m, n, itemsize)
+    out = []
     for tile in sorted(tiles, reverse=True):           # on a tie, the larger tile (fewer, larger GEMMs) wins
         for plan in (shared_band(taps, axis, tile), band(taps, axis, tile)):
             if plan is None:
@@ -120,23 +137,35 @@ def axis_options(taps: Taps, axis: int, shape: list, itemsize: int) -> list:
 
 
 def plan_axes(res: Resampling, itemsize: int = 4) -> tuple:
-    """(per-axis plans in the order to apply them, estimated ns): the cheapest order and spelling."""
+    """(per-axis plans in the order to apply them, estimated ns): the cheapest order and spelling; then, where that
+    plan takes a dense MatMul on an axis that admits padded tiles (PADDED_MIN_ROWS, PADDED_MIN_GROWTH), the
+    cheapest with padded bands there too."""
     if not res.resized_axes:
         return [], 0.0
-    best: tuple[list[AxisPlan] | None, float] = (None, math.inf)
     taps = {a: gradient_taps(res.axes[a], res) for a in res.resized_axes}
+    plans, cost = _cheapest(res, taps, frozenset(), itemsize)
+    padded = frozenset(p.axis for p in plans if p.band is not None and p.band.dense and
+                       p.band.tile >= PADDED_MIN_ROWS and p.band.cols >= PADDED_MIN_GROWTH * p.band.tile)
+    if not padded:
+        return plans, cost
+    return min((plans, cost), _cheapest(res, taps, padded, itemsize), key=lambda pc: pc[1])
+
+
+def _cheapest(res: Resampling, taps: dict, padded: frozenset, itemsize: int) -> tuple:
+    """(plans, estimated ns) of the cheapest order and spelling, with padded tiles on the axes in `padded`."""
+    best: tuple[list[AxisPlan], float] = ([], math.inf)
     options = {}
     for order in itertools.permutations(res.resized_axes):
         shape, plans, total = list(res.out_shape), [], 0.0
         for a in order:
             key = (a, tuple(shape))
             if key not in options:
-                options[key] = min(axis_options(taps[a], a, shape, itemsize), key=lambda p: p.cost)
+                options[key] = min(axis_options(taps[a], a, shape, itemsize, a in padded), key=lambda p: p.cost)
             plans.append(options[key])
             total += plans[-1].cost
             shape[a] = res.in_shape[a]
         last = plans[-1]
-        if last.kind == "band" and not last.band.dense:      # a Reshape writing dX is a full copy
+        if last.kind == "band" and not (last.band.dense or last.band.padding):    # a Reshape writing dX: a copy
             total += copy_cost(math.prod(res.in_shape), itemsize)
         if total < best[1]:
             best = (plans, total)

@@ -18,13 +18,20 @@ BAND_CHECK_ROWS = 2 ** 20     # band entries (rows x width) materialised at a ti
 @dataclass(frozen=True)
 class Band:
     """One resized axis as tiles of `tile` X rows, each reading a window of `width` consecutive dY rows:
-    dX[t*tile + i] = sum_j matrices[t][i, j] * dY[starts[t] + j]. One matrix when every tile has the same."""
+    dX[t*tile + i] = sum_j matrices[t][i, j] * dY[starts[t] + j]. One matrix when every tile has the same.
+    Where the tile does not divide the X rows, the last tile's rows past them are zero and sliced off."""
     axis: int
     tile: int
     width: int
     starts: np.ndarray          # (tiles,)
     matrices: np.ndarray        # (tiles, tile, width), or (1, tile, width) when shared
     cols: int                   # dY rows on this axis
+    rows: int = 0               # X rows on this axis (0: tiles * tile)
+
+    @property
+    def padding(self) -> int:
+        """The zero X rows the last tile computes past the axis (sliced off after the MatMul)."""
+        return self.tiles * self.tile - self.rows if self.rows else 0
 
     @property
     def tiles(self) -> int:
@@ -48,18 +55,18 @@ class Band:
         return self.tiles == 1 and self.width == self.cols
 
     def name(self) -> str:
-        """The form name the report prints, e.g. 'band 8x4->2, shared'."""
+        """The form name the report prints, e.g. 'band 8x4->2, shared' ('padded': the last tile has zero rows)."""
         kind = "dense" if self.dense else "band"
-        return f"{kind} {self.tiles}x{self.width}->{self.tile}" + (", shared" if self.shared and self.tiles > 1 else "")
+        shared = ", shared" if self.shared and self.tiles > 1 else ""
+        return f"{kind} {self.tiles}x{self.width}->{self.tile}{shared}" + (", padded" if self.padding else "")
 
 
 def band(taps: Taps, axis: int, tile: int) -> Band | None:
-    """The band spelling of one axis's gradient taps with `tile` X rows per tile (tile divides the axis); None
-    when its matrices would exceed MAX_BAND_ENTRIES (built from the sparse taps, never from a dense matrix)."""
+    """The band spelling of one axis's gradient taps with `tile` X rows per tile (where the tile does not divide
+    the axis, the last tile's extra rows are zero); None when its matrices would exceed MAX_BAND_ENTRIES (built
+    from the sparse taps, never from a dense matrix)."""
     n, m = taps.rows, taps.cols
-    if n % tile:
-        return None
-    tiles = n // tile
+    tiles = -(-n // tile)
     r, c, w = taps.merged()
     t = r // tile
     lo = np.zeros(tiles, np.int64)
@@ -68,14 +75,14 @@ def band(taps: Taps, axis: int, tile: int) -> Band | None:
     lo[used] = np.minimum.reduceat(c, np.searchsorted(t, used)) if len(c) else 0
     hi[used] = np.maximum.reduceat(c, np.searchsorted(t, used)) + 1 if len(c) else 1
     width = int(min(m, np.max(hi - lo)))
-    if n * width > MAX_BAND_ENTRIES:
+    if tiles * tile * width > MAX_BAND_ENTRIES:
         return None
     starts = np.minimum(lo, m - width)
     mats = np.zeros((tiles, tile, width))
     np.add.at(mats, (t, r % tile, c - starts[t]), w)
     if np.all(mats == mats[:1]):
         mats = mats[:1]
-    return Band(axis, tile, width, starts.astype(np.int64), mats, m)
+    return Band(axis, tile, width, starts.astype(np.int64), mats, m, n)
 
 
 def shared_band(taps: Taps, axis: int, tile: int) -> Band | None:
@@ -90,7 +97,7 @@ def shared_band(taps: Taps, axis: int, tile: int) -> Band | None:
     if inner is None or inner.width > m:      # None: one tile's matrix alone exceeds MAX_BAND_ENTRIES
         return None
     starts = np.arange(n // tile) * step + (int(inner.starts[0]) - mid * step)
-    plan = Band(axis, tile, inner.width, starts, inner.matrices, m)
+    plan = Band(axis, tile, inner.width, starts, inner.matrices, m, n)
     return plan if band_matches(plan, taps) else None
 
 
@@ -107,8 +114,9 @@ def band_taps(plan: Band, cols: int, tiles: slice = slice(None)) -> Taps:
 
 
 def band_dense(plan: Band, cols: int) -> np.ndarray:
-    """The (rows, cols) matrix a band computes, window indices clamped."""
-    return band_taps(plan, cols).dense()
+    """The (rows, cols) matrix a band computes, window indices clamped (its X rows only, not the padding)."""
+    dense = band_taps(plan, cols).dense()
+    return dense[:plan.rows] if plan.rows else dense
 
 
 def band_matches(plan: Band, taps: Taps) -> bool:
@@ -146,12 +154,12 @@ def emit_band(em: Emitter, src: str, plan: Band, shape: list) -> str:
         if not plan.shared:
             raise ValueError("a band on the last axis needs one shared matrix (use emit_band_transposed)")
         out = em.node("MatMul", [windows, em.const(plan.matrices[0].T, "band")], "band")
-        return em.reshape(out, keep + [plan.tiles * plan.tile])
-    if len(rest) != 1:
-        windows = em.reshape(windows, keep + [plan.tiles, plan.width, _flat(rest)])
-    mats = plan.matrices[0] if plan.shared else plan.matrices
-    out = em.node("MatMul", [em.const(mats, "band"), windows], "band")
-    return em.reshape(out, keep + [plan.tiles * plan.tile] + rest)
+    else:
+        if len(rest) != 1:
+            windows = em.reshape(windows, keep + [plan.tiles, plan.width, _flat(rest)])
+        out = em.node("MatMul", [em.const(plan.matrices[0] if plan.shared else plan.matrices, "band"), windows], "band")
+    out = em.reshape(out, keep + [plan.tiles * plan.tile] + rest)
+    return em.slice(out, a, 0, plan.rows) if plan.padding else out
 
 
 def emit_band_transposed(em: Emitter, src: str, plan: Band, shape: list) -> str:
@@ -159,7 +167,7 @@ def emit_band_transposed(em: Emitter, src: str, plan: Band, shape: list) -> str:
     rank = len(shape)
     perm = list(range(rank - 2)) + [rank - 1, rank - 2]
     swapped = em.node("Transpose", [src], "swapped", perm=perm)
-    moved = Band(rank - 2, plan.tile, plan.width, plan.starts, plan.matrices, plan.cols)
+    moved = Band(rank - 2, plan.tile, plan.width, plan.starts, plan.matrices, plan.cols, plan.rows)
     out = emit_band(em, swapped, moved, [shape[p] for p in perm])
     return em.node("Transpose", [out], "unswapped", perm=perm)
 

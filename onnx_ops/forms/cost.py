@@ -76,16 +76,20 @@ def swapped(shape: list) -> list:
 
 
 def band_cost(plan, shape: list, n: int, itemsize: int) -> float:
-    """Windows (a Gather unless they are a Reshape) + one MatMul, on a tensor of `shape`."""
+    """Windows (a Gather unless they are a Reshape) + one MatMul, on a tensor of `shape`; a padded last tile adds
+    its zero rows to the MatMul and a Slice (a copy) of its output."""
     a, m = plan.axis, shape[plan.axis]
     lead, trail = math.prod(shape[:a]), math.prod(shape[a + 1:])
     windows = lead * plan.tiles * plan.width * trail
     gathered = not (plan.dense or plan.contiguous)
     cost = gather_cost(lead * m * trail, windows, lead * plan.tiles * plan.width, itemsize) if gathered else 0.0
-    moved = windows + lead * n * trail + plan.matrices.size
+    rows = n + plan.padding
+    if plan.padding:
+        cost += copy_cost(lead * n * trail, itemsize) + NS_PER_NODE
+    moved = windows + lead * rows * trail + plan.matrices.size
     if a == len(shape) - 1:
         return cost + matmul_cost(lead * plan.tiles, plan.width, plan.tile, 1, moved, itemsize)
-    return cost + matmul_cost(lead * n, plan.width, trail, lead * plan.tiles, moved, itemsize)
+    return cost + matmul_cost(lead * rows, plan.width, trail, lead * plan.tiles, moved, itemsize)
 
 
 def gather_form_cost(rest: float, m: int, light, piles: list, itemsize: int, inner: float = 1) -> float:

@@ -82,6 +82,13 @@ class Emitter:
             return self.node("Pad", [src, self.const(pads, "pads", np.int64)], "padded")
         return self.node("Pad", [src], "padded", pads=pads)
 
+    def slice(self, src: str, axis: int, start: int, end: int) -> str:
+        """Rows start..end of `src` on `axis` (inputs from opset 10, attributes before)."""
+        if self.opset >= 10:
+            return self.node("Slice", [src] + [self.const([v], what, np.int64) for v, what in
+                                              ((start, "start"), (end, "end"), (axis, "axis"))], "part")
+        return self.node("Slice", [src], "part", starts=[start], ends=[end], axes=[axis])
+
     def reshape(self, src: str, shape: list) -> str:
         """Reshape `src` to `shape` (symbolic dims read at run time)."""
         return self.node("Reshape", [src, self.shape(shape)], "view")
