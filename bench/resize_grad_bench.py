@@ -6,9 +6,9 @@ Prints one row per case of the matrix (issue 11), side by side in one run:
   lowered   the lowered ResizeGrad on onnxruntime CPU, and the form the lowering picked
   torch     torch's backward (F.interpolate under autograd, NCX, float32 even for the float16 case)
   numpy     the NumPy reference (conformance.reference.resize_grad)
-  limit     one read of dY plus one write of dX, timed in the same rounds as the peers (torch sums dY's bytes
-            and zeroes dX's: in the cache or out of it as the peers' runs are; the header prints torch's and
-            onnxruntime's copy bandwidth out of the cache)
+  limit     one read of dY plus one write of dX, timed in the same rounds as the peers (torch sums as many
+            bytes as dY holds and zeroes as many as dX: in the cache or out of it as the peers' runs are; the
+            header prints torch's and onnxruntime's copy bandwidth out of the cache)
   mem       peak extra memory of the ORT session's first run: in a fresh child process, the rise of the
             peak resident set (VmHWM, reset before the run) over the resident set before the run. It
             counts dX and every intermediate the run allocates, not the inputs or the constants.
@@ -251,17 +251,16 @@ def ort_copy_bandwidth(threads: int, mb: int = 64) -> float:
     return 2 * n * 4 / t
 
 
-def limit_call(dy: np.ndarray, dx_bytes: int, threads: int):
-    """One read of dY's bytes and one write of dX's bytes (torch, as float32 words), or None without torch: the
-    memory floor of any gradient of these sizes, timed as the peers are (a DRAM bandwidth overstates it where the
-    tensors stay in the cache between runs)."""
+def limit_call(dy_bytes: int, dx_bytes: int, threads: int):
+    """One read of dY's bytes and one write of dX's bytes (torch sums and zeroes float32 words of those sizes), or
+    None without torch: the memory floor of any gradient of these sizes, timed as the peers are (a DRAM bandwidth
+    overstates it where the tensors stay in the cache between runs)."""
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(threads)
-    src = torch.from_numpy(np.frombuffer(dy.tobytes(), np.uint8)[: dy.nbytes // 4 * 4].view(np.float32).copy())
-    dst = torch.empty(dx_bytes // 4)
+    src, dst = torch.ones(dy_bytes // 4), torch.empty(dx_bytes // 4)
     return lambda: (src.sum(), dst.zero_())
 
 
@@ -274,7 +273,7 @@ def bench_case(case: Case, threads: int, rounds: int, with_numpy: bool, with_mem
     torch_call = _torch_call(case, dy, threads)
     if torch_call is not None:
         peers["torch"] = torch_call
-        peers["limit"] = limit_call(dy, math.prod(res.in_shape) * dt.itemsize, threads)
+        peers["limit"] = limit_call(dy.nbytes, math.prod(res.in_shape) * dt.itemsize, threads)
     for name, factory in PEERS.items():
         fn = factory(case, lowered, feeds, threads)
         if fn is not None:
