@@ -69,7 +69,7 @@ PICKS = [
            nearest_mode="floor"), ("gather x1/4",) * 2,
      ["MatMul", "Pad", "Gather"]),       # a tiny last axis: one dense MatMul writes its tail, no Pad of columns
     # 97 is prime: tiles of 16 X rows, the last one padded with 15 zero rows that a Slice drops (1.2-1.4x faster
-    # than the dense MatMul, docs/benchmarks.md); not below 1.5x growth, nor in place of one-row tiles
+    # than the dense MatMul, docs/benchmarks.md); not below 1.4x growth, nor in place of one-row tiles
     (_spec("linear", (2, 16, 97, 97), scales=(2.5, 2.5)), ("band 7x42->16, padded", "dense 1x242->97"),
      ["Gather", "MatMul", "Reshape", "Slice", "MatMul"]),
     (_spec("linear", (4, 16, 97, 97), scales=(1.25, 1.25)), ("dense 1x121->97",) * 2, ["MatMul", "MatMul"]),

@@ -23,7 +23,7 @@ MAX_TILE = 64        # the largest band tile tried
 # band tiles").
 PADDED_TILES = (8, 16, 32, 64)
 PADDED_MIN_ROWS = 96
-PADDED_MIN_GROWTH = 1.5
+PADDED_MIN_GROWTH = 1.4
 
 
 def split_piles(taps: Taps) -> tuple[Taps, list]:
