@@ -143,22 +143,23 @@ def plan_axes(res: Resampling, itemsize: int = 4) -> tuple:
     if not res.resized_axes:
         return [], 0.0
     taps = {a: gradient_taps(res.axes[a], res) for a in res.resized_axes}
-    plans, cost = _cheapest(res, taps, frozenset(), itemsize)
+    options: dict = {}                  # each axis's cheapest spelling per (axis, shape, padded): both passes share it
+    plans, cost = _cheapest(res, taps, frozenset(), itemsize, options)
     padded = frozenset(p.axis for p in plans if p.band is not None and p.band.dense and
                        p.band.tile >= PADDED_MIN_ROWS and p.band.cols >= PADDED_MIN_GROWTH * p.band.tile)
     if not padded:
         return plans, cost
-    return min((plans, cost), _cheapest(res, taps, padded, itemsize), key=lambda pc: pc[1])
+    return min((plans, cost), _cheapest(res, taps, padded, itemsize, options), key=lambda pc: pc[1])
 
 
-def _cheapest(res: Resampling, taps: dict, padded: frozenset, itemsize: int) -> tuple:
-    """(plans, estimated ns) of the cheapest order and spelling, with padded tiles on the axes in `padded`."""
+def _cheapest(res: Resampling, taps: dict, padded: frozenset, itemsize: int, options: dict) -> tuple:
+    """(plans, estimated ns) of the cheapest order and spelling, with padded tiles on the axes in `padded`; `options`
+    caches each axis's cheapest spelling."""
     best: tuple[list[AxisPlan], float] = ([], math.inf)
-    options = {}
     for order in itertools.permutations(res.resized_axes):
         shape, plans, total = list(res.out_shape), [], 0.0
         for a in order:
-            key = (a, tuple(shape))
+            key = (a, tuple(shape), a in padded)
             if key not in options:
                 options[key] = min(axis_options(taps[a], a, shape, itemsize, a in padded), key=lambda p: p.cost)
             plans.append(options[key])

@@ -18,7 +18,8 @@ import numpy as np
 from dml_desc.canonical import Resampling
 from dml_desc.weights import Taps, gradient_taps
 
-from .cost import NS_PER_BYTE, NS_PER_NODE, PAD_NS_PER_BYTE, PAD_NS_PER_ROW, ROW_GATHER_NS_PER_BYTE, matmul_cost
+from .cost import (MLAS_COLUMNS, NS_PER_BYTE, NS_PER_NODE, PAD_NS_PER_BYTE, PAD_NS_PER_ROW, ROW_GATHER_NS_PER_BYTE,
+                   matmul_cost)
 from .dynamic_taps import squeeze_axes
 from .emitter import Emitter
 from .filter_conv import dims
@@ -26,7 +27,6 @@ from .generic_emit import emit_if
 from .resize import taps_close
 
 DOWN_FACTORS = range(2, 9)
-MLAS_COLUMNS = 16     # the gathered spelling's MatMul writes rows of k * b = 16 X values where b divides dY's size
 
 
 def row_values(k: int) -> tuple:
@@ -201,8 +201,8 @@ def gathered(em: Emitter, dy: str, sy: str, sx: str, form: DownsampleForm, known
     from dY's and X's shapes `sy`, `sx`: the last axis (where resized) by one MatMul of rows of b dY values with
     kron(I_b, the block's weights) (each dY value writes its k X values, so rows of b need only divide dY's size:
     b from row_values, an If on the size where `known`, a factor of it, does not guarantee the widest), each
-    other axis by a Gather of whole rows from a zero row padded
-    on (the first Pad adds the last axis's tail too); the unreached rows exactly 0. The Resizes and mask Mul of the
+    other axis by a Gather of whole rows from a zero row padded on (the first Pad adds the last axis's tail too);
+    the unreached rows exactly 0. The Resizes and mask Mul of the
     scatter write dX twice more (2 threads, onnxruntime 1.19.2, nearest x1/4, ms: 4x48x224^2 2.9-3.0 -> 1.5,
     8x64x31^2 0.19-0.24 -> 0.11); at x1/2 one Resize and the mask measured 10-20% faster on whole blocks, this
     spelling 30-40% faster with a tail (2x64x160x97: 0.44-0.60 -> 0.30-0.34); unmasked, the one Resize is faster
