@@ -109,3 +109,12 @@ def test_cuda_ep_runs_its_checks_on_the_cpu_provider(capsys):
     out = capsys.readouterr().out
     assert "2 of 2 rows exact" in out and "antialias Resize rank 5 axes (2, 3, 4) linear: CPUExecutionProvider" in out
     assert out.count("antialias Resize rank") == 22 and "aborted" not in out
+
+
+def test_cuda_jacobian_runs_on_the_cpu_provider(capsys):
+    """bench/cuda_jacobian.py (onnxruntime-gpu on a GPU machine; docs/cuda.md) on the CPU provider: both Jacobians
+    are the CPU's, and the static and dynamic gradients are each J^T dY within 1e-5."""
+    import cuda_jacobian
+    assert cuda_jacobian.main(["--provider", "CPUExecutionProvider", "--cases", "6", "--seed", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "static {'both': 6}; dynamic {'both': 6}" in out and out.count("forward CPUE vs CPU 0.0e+00") == 6
