@@ -127,6 +127,7 @@ ISSUE34 = [  # issue 34's kinds on another shape: the cases over torch in its ta
     Case("i34 bilinear x0.5", "bilinear", X34, scales=(0.5, 0.5)),          # F.interpolate(scale_factor=0.5)
     Case("i34 nearest x0.5, opset 17", "nearest", X34, scales=(0.5, 0.5), opset=17),
     Case("i34 nearest x1.5, odd 113", "nearest", (4, 48, 113, 113), scales=(1.5, 1.5)),   # no tile divides 113
+    Case("i34 nearest x1.25, odd 97", "nearest", (8, 32, 97, 97), scales=(1.25, 1.25)),   # dY padded to 5-row periods
 ]
 QUICK = [
     Case("bilinear 2x 1x8x32^2", "bilinear", (1, 8, 32, 32), scales=(2.0, 2.0)),

@@ -75,6 +75,15 @@ PICKS = [
     (_spec("linear", (4, 16, 97, 97), scales=(1.25, 1.25)), ("dense 1x121->97",) * 2, ["MatMul", "MatMul"]),
     (_spec("linear", (1, 32, 97, 97), scales=(3.0, 3.0), coordinate_transformation_mode="pytorch_half_pixel"),
      ("band 97x5->1", "dense 1x291->97"), ["Gather", "MatMul", "Reshape", "MatMul"]),
+    # dY padded to whole periods of x1.25 (5 dY rows per 4 X rows) on both axes at once: one Pad, shared bands over
+    # Reshapes, one Slice (nearest x1.25 on 8x16x113x97: 3.86 -> 1.68 ms, docs/benchmarks.md); opset 10: the Pad's
+    # and the Slice's attribute forms
+    (_spec("nearest", (2, 16, 97, 97), scales=(1.25, 1.25), opset=10),
+     ("band 7x20->16, shared, dY padded +19", "band 13x10->8, shared, dY padded +9"),
+     ["Pad", "Reshape", "MatMul", "Reshape", "Reshape", "MatMul", "Reshape", "Slice"]),
+    (_spec("nearest", (4, 8, 113, 101), scales=(1.5, 1.75), coordinate_transformation_mode="half_pixel_symmetric"),
+     ("band 6x30->20, shared, dY padded +11", "band 13x14->8, shared, dY padded +6"),
+     ["Pad", "Reshape", "MatMul", "Reshape", "Reshape", "MatMul", "Reshape", "Slice"]),
 ]
 
 
@@ -83,6 +92,27 @@ def test_cost_model_picks_the_expected_form_and_it_is_exact(r, forms, ops):
     lowered, report = _check(r)
     assert report[0].forms == forms
     assert [n.op_type for n in lowered.graph.node] == ops
+
+
+@pytest.mark.parametrize("spec,longer", [
+    (_spec("nearest", (1, 1, 97, 97), scales=(1.25, 1.25)), [104, 112]),
+    (_spec("linear", (1, 1, 97, 97), scales=(1.5, 1.5), coordinate_transformation_mode="align_corners"), [104, 112]),
+    (_spec("linear", (1, 1, 113, 113), scales=(1.5, 1.5)), [120, 128]),
+    (_spec("linear", (1, 1, 112, 112), scales=(1.5, 1.5)), []),   # dY's last row reads X row 112: clamped to 111
+    (_spec("cubic", (1, 1, 97, 97), scales=(1.5, 1.5)), []),      # the last rows' taps reach past the end
+    (_spec("nearest", (1, 1, 97, 97), sizes=(131, 131)), []),     # 131/97: no short period
+])
+def test_padded_dy_only_where_the_longer_map_agrees_with_the_real_one(spec, longer):
+    """The padded form's longer axes: the same map on more rows, taken only where every real weight is the same and
+    no real dY row reaches a padded X row (onnx_ops.forms.padded)."""
+    from onnx_ops.forms.padded import axis_lengths, longer_axis
+    res = to_canonical(spec, semantics=INSTALLED)
+    ax = res.axes[2]
+    agree = [n for n in axis_lengths(ax) if longer_axis(ax, res, n) is not None]
+    assert agree == longer
+    for n in agree:
+        real, long = gradient_taps(ax, res).dense(), gradient_taps(longer_axis(ax, res, n), res).dense()
+        assert np.array_equal(long[:ax.in_size, :ax.out_size], real) and not long[ax.in_size:, :ax.out_size].any()
 
 
 @pytest.mark.parametrize("mode,n,m,clamped", [("linear", 64, 128, True), ("linear", 50, 100, True),
@@ -362,7 +392,7 @@ def _old_chain(res, opset: int, acc) -> str:
     from onnx_ops.forms import (PREFER_RESIZE, block_factors, combined, conv_cost, conv_transpose_form, deconv_form,
                                 find_resize, kron_cost, kron_form, pool_form, resize_cost)
     from onnx_ops.forms.cost import KRON_MARGIN
-    from onnx_ops.forms import filter_conv, kron_pairs, scatter
+    from onnx_ops.forms import filter_conv, kron_pairs, padded, scatter
     from onnx_ops.forms.cost import filter_conv_cost
     if kron_pairs.applies(res, opset, np.dtype(acc).itemsize):       # the nearest x2 rule, first (issue 19)
         return kron_pairs.NAME
@@ -388,6 +418,9 @@ def _old_chain(res, opset: int, acc) -> str:
     filters = filter_conv.filter_conv_form(res, opset) if acc is np.float32 else None     # issue 19, round 3
     if filters and filter_conv_cost(res, filters.edge_scaled, filters.folds, np.dtype(acc).itemsize) <= cost:
         return filter_conv.NAME
+    longer = padded.padded_form(res, np.dtype(acc).itemsize)      # issue 34, round 6: dY padded to whole tiles
+    if longer is not None and longer.cost <= cost:
+        return "padded"
     return "band"
 
 
@@ -431,7 +464,10 @@ def test_the_registry_walk_picks_what_the_old_if_chain_picked_on_random_maps():
                  np.float32),
                 # scatter: linear x1/2 with a tail row (kron takes whole blocks)
                 (to_canonical(_spec("linear", (4, 48, 113, 113), scales=(0.5, 0.5), opset=17), semantics=INSTALLED),
-                 17, np.float32)]
+                 17, np.float32),
+                # padded: nearest x1.25 on a prime length, dY padded to whole periods
+                (to_canonical(_spec("nearest", (2, 16, 97, 97), scales=(1.25, 1.25)), semantics=INSTALLED), 19,
+                 np.float32)]
     for res, opset, acc in list(_random_maps(0, 300)) + decisive:      # avgpool before kron: kron is cheaper
         picked = choose(Gradient(res, opset, acc))[0].name
         assert picked == _old_chain(res, opset, acc), (res, opset, acc)
@@ -442,7 +478,8 @@ def test_the_registry_walk_picks_what_the_old_if_chain_picked_on_random_maps():
 def test_the_registry_is_ordered_with_the_general_form_last():
     from onnx_ops.forms import FORMS, REGISTRY
     assert [f.name for f in REGISTRY] == ["kron-pairs", "avgpool", "kron", "conv(ones)", "conv_transpose", "scatter",
-                                          "block-sum", "Resize", "filter-conv", "band"]
+                                          "block-sum", "Resize", "filter-conv", "padded",
+                                          "band"]
     assert len(FORMS) == len(REGISTRY)
     res = to_canonical(_spec("linear", (1, 2, 8, 12), scales=(2.0, 2.0)), semantics=INSTALLED)
     from onnx_ops.forms import Gradient

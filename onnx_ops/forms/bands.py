@@ -159,7 +159,7 @@ def emit_band(em: Emitter, src: str, plan: Band, shape: list) -> str:
             windows = em.reshape(windows, keep + [plan.tiles, plan.width, _flat(rest)])
         out = em.node("MatMul", [em.const(plan.matrices[0] if plan.shared else plan.matrices, "band"), windows], "band")
     out = em.reshape(out, keep + [plan.tiles * plan.tile] + rest)
-    return em.slice(out, a, 0, plan.rows) if plan.padding else out
+    return em.crop(out, [a], [plan.rows]) if plan.padding else out
 
 
 def emit_band_transposed(em: Emitter, src: str, plan: Band, shape: list) -> str:

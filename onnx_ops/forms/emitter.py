@@ -82,12 +82,12 @@ class Emitter:
             return self.node("Pad", [src, self.const(pads, "pads", np.int64)], "padded")
         return self.node("Pad", [src], "padded", pads=pads)
 
-    def slice(self, src: str, axis: int, start: int, end: int) -> str:
-        """Rows start..end of `src` on `axis` (inputs from opset 10, attributes before)."""
+    def crop(self, src: str, axes: list, ends: list) -> str:
+        """The first `ends[k]` rows of `src` on each of `axes`, in one Slice."""
         if self.opset >= 10:
-            return self.node("Slice", [src] + [self.const([v], what, np.int64) for v, what in
-                                              ((start, "start"), (end, "end"), (axis, "axis"))], "part")
-        return self.node("Slice", [src], "part", starts=[start], ends=[end], axes=[axis])
+            return self.node("Slice", [src] + [self.const(v, what, np.int64) for v, what in
+                                              (([0] * len(axes), "start"), (ends, "end"), (axes, "axis"))], "part")
+        return self.node("Slice", [src], "part", starts=[0] * len(axes), ends=ends, axes=axes)
 
     def reshape(self, src: str, shape: list) -> str:
         """Reshape `src` to `shape` (symbolic dims read at run time)."""

@@ -1,0 +1,112 @@
+"""padded dY: zero rows appended to dY on some axes, so that the same map on longer axes tiles them evenly (windows
+a Reshape, one matrix for every tile: a rational scale's period), then the per-axis plan of that longer map and
+one Slice back to X's rows. One Pad and one Slice for every padded axis together, where per-axis padded tiles
+(onnx_ops.forms.bands) copy twice per axis. Exact where the longer map agrees with the real one: every real (X row,
+dY row) weight the same, and no real dY row reaching a padded X row (no clamping at the axis's end)."""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dml_desc.canonical import AxisMap, Resampling, fraction
+from dml_desc.weights import gradient_taps
+
+from .axis import emit_plan, plan_axes
+from .cost import NS_PER_NODE, PAD_NS_PER_BYTE, copy_cost
+from .emitter import Emitter
+
+TILES = (8, 16, 32, 64)     # the tiles whose multiples (with the scale's period) the longer axes are
+MAX_PERIOD = 64             # X rows per period of the scale (its denominator) at most
+MAX_GROWTH = 1.25           # a longer axis at most this times X's rows
+MAX_ROWS = 1 << 14          # X rows per axis at most (the longer map's taps are built per candidate)
+# onnxruntime's Pad and Slice run on one thread where the plan's MatMuls and Gathers use every thread: their
+# estimate (one thread, as every other) counts this many times (2: the benchmark machine's threads)
+ONE_THREAD_NODES = 2.0
+
+
+@dataclass(frozen=True)
+class PaddedPlan:
+    """The longer map (dY padded to its out_shape, X cropped from its in_shape), its per-axis plans and the cost
+    of the whole: the Pad, the plans and the Slice."""
+    longer: Resampling
+    plans: list
+    cost: float
+
+
+def longer_axis(ax: AxisMap, res: Resampling, rows: int) -> AxisMap | None:
+    """The same map with `rows` X rows (and as many dY rows as the scale gives them), where it agrees with `ax`
+    on every real row; None where it does not."""
+    f = fraction(ax.scale)
+    cols = rows * f.numerator // f.denominator
+    if cols < ax.out_size:
+        return None
+    longer = replace(ax, in_size=rows, out_size=cols)
+    r, c, w = gradient_taps(longer, res).merged()       # rows: X, cols: dY
+    real = c < ax.out_size
+    if np.any(r[real] >= ax.in_size):                   # a real dY row would reach a padded X row
+        return None
+    rr, cc, ww = gradient_taps(ax, res).merged()
+    keep = real & (r < ax.in_size)
+    same = np.array_equal(r[keep], rr) and np.array_equal(c[keep], cc) and np.array_equal(w[keep], ww)
+    return longer if same else None
+
+
+def axis_lengths(ax: AxisMap) -> list:
+    """Candidate X lengths for one axis: the next multiple of each tile and the scale's period, within MAX_GROWTH."""
+    if ax.coords is not None or ax.scale == math.inf or ax.in_size > MAX_ROWS or ax.in_size == ax.out_size:
+        return []
+    period = fraction(ax.scale).denominator
+    if period > MAX_PERIOD:
+        return []
+    steps = {math.lcm(period, t) for t in TILES}
+    lengths = {-(-ax.in_size // s) * s for s in steps}
+    return sorted(n for n in lengths if ax.in_size < n <= MAX_GROWTH * ax.in_size)
+
+
+def padded_form(res: Resampling, itemsize: int = 4) -> PaddedPlan | None:
+    """The cheapest longer map (some resized axes longer, each agreeing with the real one) with its plans and cost,
+    or None where no axis has one."""
+    options = []
+    for ax in res.axes:
+        options.append([ax] + [lx for n in axis_lengths(ax) if (lx := longer_axis(ax, res, n)) is not None])
+    best: PaddedPlan | None = None
+    for axes in itertools.product(*options):
+        if axes == res.axes:
+            continue
+        longer = replace(res, axes=tuple(axes))
+        plans, cost = plan_axes(longer, itemsize)
+        copies = pad_cost(res, longer, itemsize) + copy_cost(math.prod(res.in_shape), itemsize) + NS_PER_NODE
+        cost += ONE_THREAD_NODES * copies
+        if best is None or cost < best.cost:
+            best = PaddedPlan(longer, plans, cost)
+    return best
+
+
+def pad_cost(res: Resampling, longer: Resampling, itemsize: int) -> float:
+    """One Pad of dY to the longer map's dY shape: its reads and writes."""
+    return (math.prod(res.out_shape) + math.prod(longer.out_shape)) * itemsize * PAD_NS_PER_BYTE + NS_PER_NODE
+
+
+def emit_padded(em: Emitter, src: str, res: Resampling, form: PaddedPlan) -> tuple:
+    """(dX, per-axis form names): Pad dY, the longer map's plans, one Slice to X's shape."""
+    rank = len(res.axes)
+    ends = [b - a for a, b in zip(res.out_shape, form.longer.out_shape)]
+    padded = em.pad(src, [0] * rank + ends)
+    out, names = emit_plan(em, padded, form.longer, form.plans)
+    cut = [a for a in range(rank) if form.longer.in_shape[a] != res.in_shape[a]]
+    out = em.crop(out, cut, [res.in_shape[a] for a in cut])
+    return out, _names(res, form, names)
+
+
+def _names(res: Resampling, form: PaddedPlan, names: tuple) -> tuple:
+    """The report's per-axis names, in the order of the resized axes, each padded axis marked with its dY rows."""
+    by_axis = {p.axis: name for p, name in zip(form.plans, names)}
+    marked = []
+    for a in res.resized_axes:
+        extra = form.longer.out_shape[a] - res.out_shape[a]
+        marked.append(by_axis[a] + (f", dY padded +{extra}" if extra else ""))
+    return tuple(marked)
+
