@@ -177,23 +177,26 @@ def test_float16_and_float64_use_the_same_plans():
     assert report[0].forms == _lowered(r)[1][0].forms
 
 
-def test_symbolic_batch_and_channels_keep_working():
-    """Reshapes keep leading dims with 0, so the same lowered graph runs for any N and C."""
+@pytest.mark.parametrize("make, padded", [(lambda n, c: _spec("linear", (n, c, 128, 128), sizes=(217, 217)), False),
+                                          (lambda n, c: _spec("nearest", (n, c, 163, 163), scales=(1.25, 1.25)), True)],
+                         ids=["band", "padded"])
+def test_symbolic_batch_and_channels_keep_working(make, padded):
+    """Reshapes keep leading dims with 0 (the padded form's Pad and Slice touch the resized axes only), so the same
+    lowered graph runs for any N and C."""
     import onnx
-    r = _spec("linear", (2, 3, 128, 128), sizes=(217, 217))
-    model = build_resize_grad(r, semantics=INSTALLED)
+    model = build_resize_grad(make(2, 3), semantics=INSTALLED)
     for value in list(model.graph.input) + list(model.graph.output):
         dims = value.type.tensor_type.shape.dim
         dims[0].dim_param, dims[1].dim_param = "N", "C"
     lowered, report = lower(model, semantics=INSTALLED)
     assert report[0].forms[0].startswith("band") and not report[0].dynamic
+    assert ("dY padded" in report[0].forms[0]) == padded
     onnx.checker.check_model(lowered, full_check=True)
-    res = to_canonical(r, semantics=INSTALLED)
     for n, c in ((2, 3), (1, 5)):
-        dy = np.random.default_rng(n).standard_normal((n, c) + res.out_shape[2:]).astype(np.float32)
-        dx = run_model(lowered, {"dY": dy, "X": np.zeros((n, c) + res.in_shape[2:], np.float32)})[0]
-        want = resize_grad(dy.astype(np.float64), to_canonical(_spec("linear", (n, c, 128, 128), sizes=(217, 217)),
-                                                               semantics=INSTALLED))
+        res = to_canonical(make(n, c), semantics=INSTALLED)
+        dy = np.random.default_rng(n).standard_normal(res.out_shape).astype(np.float32)
+        dx = run_model(lowered, {"dY": dy, "X": np.zeros(res.in_shape, np.float32)})[0]
+        want = resize_grad(dy.astype(np.float64), res)
         np.testing.assert_allclose(dx, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
@@ -207,12 +210,14 @@ def _same_bits_on_every_thread_count(r: OnnxResize, seed: int):
     return res, model, feeds
 
 
-@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4]], ids=["dense", "band", "band-rational", "band-shared"])
+@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4] + PICKS[-2:]],
+                         ids=["dense", "band", "band-rational", "band-shared", "padded", "padded-symmetric"])
 def test_band_forms_are_bitwise_deterministic_across_runs_and_threads(r):
     _same_bits_on_every_thread_count(r, 3)
 
 
-@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4]], ids=["dense", "band", "band-rational", "band-shared"])
+@pytest.mark.parametrize("r", [p[0] for p in PICKS[:4] + PICKS[-2:]],
+                         ids=["dense", "band", "band-rational", "band-shared", "padded", "padded-symmetric"])
 def test_band_forms_never_make_a_non_finite_value_finite(r):
     """A MatMul multiplies by its matrix's zeros, so an inf or NaN in dY may turn other outputs of its window
     into NaN (0 * inf). Every dX entry the reference makes non-finite stays non-finite; the rest are exact."""
