@@ -173,10 +173,15 @@ def _cheapest(res: Resampling, taps: dict, padded: frozenset, itemsize: int, opt
     return best
 
 
-def emit_plan(em: Emitter, src: str, res: Resampling, plans: list) -> tuple:
-    """Emit each axis's plan (band, transposed band or gather) in turn; returns (dX's name, form names)."""
-    shape, cur, names = list(res.out_shape), src, []
+def emit_plan(em: Emitter, src: str, res: Resampling, plans: list, start=None, before=None) -> tuple:
+    """Emit each axis's plan (band, transposed band or gather) in turn; returns (dX's name, form names). `src` has
+    dY's shape, or `start` where given (onnx_ops.forms.padded: fewer rows on some axes); `before(em, tensor, axis,
+    shape)`, where given, runs before each axis's contraction and returns the tensor with that axis at the map's dY
+    rows, updating `shape` (the tensor's) in place."""
+    shape, cur, names = list(res.out_shape if start is None else start), src, []
     for p in plans:
+        if before is not None:
+            cur = before(em, cur, p.axis, shape)
         if p.kind == "gather":
             cur, name = emit_axis(em, cur, gradient_taps(res.axes[p.axis], res), p.axis, len(shape))
         else:

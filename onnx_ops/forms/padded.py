@@ -1,8 +1,9 @@
 """padded dY: zero rows appended to dY on some axes, so that the same map on longer axes tiles them evenly (windows
-a Reshape, one matrix for every tile: a rational scale's period), then the per-axis plan of that longer map and
-one Slice back to X's rows. One Pad and one Slice for every padded axis together, where per-axis padded tiles
-(onnx_ops.forms.bands) copy twice per axis. Exact where the longer map agrees with the real one: every real (X row,
-dY row) weight the same, and no real dY row reaching a padded X row (no clamping at the axis's end)."""
+a Reshape, one matrix for every tile: a rational scale's period), then the per-axis plan of that longer map, each
+axis lengthened just before its contraction (a Pad, or on the last axis a Concat with zeros), and one Slice back to
+X's rows for every axis together (per-axis padded tiles, onnx_ops.forms.bands, slice each axis). Exact where the
+longer map agrees with the real one: every real (X row, dY row) weight the same, and no real dY row reaching a
+padded X row (no clamping at the axis's end)."""
 from __future__ import annotations
 
 import itertools
@@ -10,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from onnx import numpy_helper
 
 from dml_desc.canonical import AxisMap, Resampling, fraction
 from dml_desc.weights import gradient_taps
@@ -86,17 +88,34 @@ def padded_form(res: Resampling, itemsize: int = 4) -> PaddedPlan | None:
 
 
 def pad_cost(res: Resampling, longer: Resampling, itemsize: int) -> float:
-    """One Pad of dY to the longer map's dY shape: its reads and writes."""
+    """The copies that lengthen dY to the longer map's dY shape, estimated as one Pad of every axis at once: its reads
+    and writes (the axis-by-axis copies emit_padded writes measured faster: on 4x48x169^2 -> 180^2, a Pad of both
+    axes 1.72 ms; of the first 0.74, a Concat with zeros on the last 0.82)."""
     return (math.prod(res.out_shape) + math.prod(longer.out_shape)) * itemsize * PAD_NS_PER_BYTE + NS_PER_NODE
 
 
 def emit_padded(em: Emitter, src: str, res: Resampling, form: PaddedPlan) -> tuple:
-    """(dX, per-axis form names): Pad dY, the longer map's plans, one Slice to X's shape."""
-    rank = len(res.axes)
-    ends = [b - a for a, b in zip(res.out_shape, form.longer.out_shape)]
-    padded = em.pad(src, [0] * rank + ends)
-    out, names = emit_plan(em, padded, form.longer, form.plans)
-    cut = [a for a in range(rank) if form.longer.in_shape[a] != res.in_shape[a]]
+    """(dX, per-axis form names): the longer map's plans, each axis padded to its dY rows just before it is contracted
+    (a Pad; on the last axis a Concat with zeros, which measured faster), then one Slice to X's shape."""
+    rank, longer = len(res.axes), form.longer
+
+    def lengthen(em: Emitter, cur: str, axis: int, shape: list) -> str:
+        extra = longer.out_shape[axis] - shape[axis]
+        if not extra:
+            return cur
+        if axis == rank - 1:
+            zeros = em.node("ConstantOfShape", [em.shape(shape[:-1] + [extra])], "zeros",
+                            value=numpy_helper.from_array(np.zeros(1, em.acc)))
+            cur = em.node("Concat", [cur, zeros], "lengthened", axis=axis)
+        else:
+            pads = [0] * (2 * rank)
+            pads[rank + axis] = extra
+            cur = em.pad(cur, pads)
+        shape[axis] = longer.out_shape[axis]
+        return cur
+
+    out, names = emit_plan(em, src, longer, form.plans, start=res.out_shape, before=lengthen)
+    cut = [a for a in range(rank) if longer.in_shape[a] != res.in_shape[a]]
     out = em.crop(out, cut, [res.in_shape[a] for a in cut])
     return out, _names(res, form, names)
 
