@@ -115,6 +115,20 @@ def test_padded_dy_only_where_the_longer_map_agrees_with_the_real_one(spec, long
         assert np.array_equal(long[:ax.in_size, :ax.out_size], real) and not long[ax.in_size:, :ax.out_size].any()
 
 
+@pytest.mark.parametrize("limits", [{"elements": 2 * 16 * 121 * 121}, {"axis": 125}])
+def test_padded_dy_stays_within_the_size_budget(limits):
+    """A map just inside the size budget (dml_desc.budget) lowers: the padded form's longer tensors and axes would
+    pass the budget, so it steps aside for the plan on the real lengths, which stays exact."""
+    from dml_desc import budget
+    previous = budget.set_limits(**limits)
+    try:
+        _, report = _check(_spec("nearest", (2, 16, 97, 97), scales=(1.25, 1.25)))
+    finally:
+        budget.set_limits(**previous)
+    assert not any("dY padded" in f for f in report[0].forms)
+    assert "dY padded" in _lowered(_spec("nearest", (2, 16, 97, 97), scales=(1.25, 1.25)))[1][0].forms[0]
+
+
 @pytest.mark.parametrize("mode,n,m,clamped", [("linear", 64, 128, True), ("linear", 50, 100, True),
                                                ("nearest", 48, 96, False), ("linear", 40, 80, True)])
 def test_shared_band_matches_the_taps_with_clamped_windows(mode, n, m, clamped):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from onnx import numpy_helper
 
+from dml_desc import DescError, budget
 from dml_desc.canonical import AxisMap, Resampling, fraction
 from dml_desc.weights import gradient_taps
 
@@ -45,8 +46,11 @@ def longer_axis(ax: AxisMap, res: Resampling, rows: int) -> AxisMap | None:
     cols = rows * f.numerator // f.denominator
     if cols < ax.out_size:
         return None
-    longer = replace(ax, in_size=rows, out_size=cols)
-    r, c, w = gradient_taps(longer, res).merged()       # rows: X, cols: dY
+    try:                                                # the longer axis and its table within the budget
+        longer = replace(ax, in_size=rows, out_size=cols)
+        r, c, w = gradient_taps(longer, res).merged()   # rows: X, cols: dY
+    except DescError:
+        return None
     real = c < ax.out_size
     if np.any(r[real] >= ax.in_size):                   # a real dY row would reach a padded X row
         return None
@@ -76,7 +80,7 @@ def padded_form(res: Resampling, itemsize: int = 4) -> PaddedPlan | None:
         options.append([ax] + [lx for n in axis_lengths(ax) if (lx := longer_axis(ax, res, n)) is not None])
     best: PaddedPlan | None = None
     for axes in itertools.product(*options):
-        if axes == res.axes:
+        if axes == res.axes or not within_budget(res, axes):
             continue
         longer = replace(res, axes=tuple(axes))
         plans, cost = plan_axes(longer, itemsize)
@@ -85,6 +89,12 @@ def padded_form(res: Resampling, itemsize: int = 4) -> PaddedPlan | None:
         if best is None or cost < best.cost:
             best = PaddedPlan(longer, plans, cost)
     return best
+
+
+def within_budget(res: Resampling, axes: tuple) -> bool:
+    """True where the longer tensors fit the size budget (dml_desc.budget): a map near it pads no rows past it."""
+    grown = [a.out_size for a in axes], [a.in_size for a in axes]
+    return all(math.prod(shape) <= budget.max_elements() for shape in grown)
 
 
 def pad_cost(res: Resampling, longer: Resampling, itemsize: int) -> float:
