@@ -25,8 +25,9 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from dml_desc.conventions.onnx import OnnxResize, installed_semantics, to_canonical
+from dml_desc.errors import DescError
 from onnx_ops import build_resize_grad, lower
-from onnx_ops.run import onnxruntime
+from onnx_ops.run import onnxruntime, session     # use_tf32=0 on CUDA; refuses a provider that did not start
 from symbolic import make_symbolic
 
 CPU = "CPUExecutionProvider"
@@ -36,17 +37,6 @@ COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"
 NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 SCALES = (0.5, 0.75, 1.25, 1.5, 1.7, 2.0, 2.5, 3.0)
 LENGTHS = (7, 13, 23, 29, 37, 97, 101)
-
-
-def session(model, provider: str):
-    ort = onnxruntime()
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    options = [(provider, {"use_tf32": "0"})] if provider.startswith("CUDA") else [provider]
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=options)
-    if sess.get_providers()[0] != provider:
-        raise SystemExit(f"cuda_jacobian: {provider} did not start ({sess.get_providers()})")
-    return sess
 
 
 def random_case(rng: np.random.Generator) -> tuple:
@@ -129,6 +119,11 @@ def main(argv=None) -> int:
     tally: dict = {"static": Counter(), "dynamic": Counter()}
     print(f"onnxruntime {onnxruntime().__version__}: gradients on {args.provider} against the Jacobians of the "
           f"Resize forward on {args.provider} (J_dev) and on {CPU} (J_cpu)")
+    try:                      # the provider starts (no silent fallback), before any case counts
+        jacobian_t({"mode": "nearest"}, [1, 1, 2, 2], [1.0, 1.0, 2.0, 2.0], 13, args.provider)
+    except DescError as e:
+        print(f"cuda_jacobian: {e}")
+        return 2
     for _ in range(args.cases):
         line, off = check_case(rng, args.provider)
         verdicts = {kind: follows(offs) for kind, offs in off.items()}

@@ -118,3 +118,14 @@ def test_cuda_jacobian_runs_on_the_cpu_provider(capsys):
     assert cuda_jacobian.main(["--provider", "CPUExecutionProvider", "--cases", "6", "--seed", "4"]) == 0
     out = capsys.readouterr().out
     assert "static {'both': 6}; dynamic {'both': 6}" in out and out.count("forward CPUE vs CPU 0.0e+00") == 6
+
+
+def test_cuda_jacobian_refuses_a_provider_that_does_not_start(capsys):
+    """Without a GPU, bench/cuda_jacobian.py's default provider falls back to the CPU in onnxruntime: the script says
+    so and exits 2, before any case counts (no check passes without touching the provider it names)."""
+    from onnx_ops.run import available_providers
+    if "CUDAExecutionProvider" in available_providers():
+        pytest.skip("this onnxruntime starts CUDA: the refusal is for builds without it")
+    import cuda_jacobian
+    assert cuda_jacobian.main(["--cases", "1"]) == 2
+    assert "did not start in this onnxruntime" in capsys.readouterr().out

@@ -119,6 +119,20 @@ def pads_zero_row(taps) -> bool:
         taps.rows * ROW_SCALE_NS_PER_BYTE > taps.cols * PAD_NS_PER_BYTE
 
 
+# onnxruntime's Pad and Slice run on one thread where the plans' MatMuls and Gathers use every thread: the padded
+# form's copies count this many times (2: the benchmark machine's threads). At 1x, on 14 random maps that took the
+# form, 6 lost (worst 1.45x; docs/benchmarks.md, the sixth round).
+ONE_THREAD_NODES = 2.0
+
+
+def padded_copies_cost(dy: float, longer_dy: float, dx: float, itemsize: int) -> float:
+    """The padded form's copies (onnx_ops.forms.padded): dY's `dy` values lengthened to `longer_dy` (estimated as one
+    Pad of every axis at once; the axis-by-axis copies it writes measured faster: on 4x48x169^2 -> 180^2, a Pad of
+    both axes 1.72 ms, of the first 0.74, a Concat with zeros on the last 0.82) and the Slice writing dX's `dx`."""
+    pad = (dy + longer_dy) * itemsize * PAD_NS_PER_BYTE + NS_PER_NODE
+    return ONE_THREAD_NODES * (pad + copy_cost(dx, itemsize) + NS_PER_NODE)
+
+
 def transposes_cost(rest: float, m: int, n: int, itemsize: int) -> float:
     """The two Transposes around a band on the last axis (m -> n rows, `rest` values per row)."""
     return 2 * rest * (m + n) * itemsize * NS_PER_BYTE * 3 * PIPELINE + 2 * NS_PER_NODE

@@ -18,16 +18,13 @@ from dml_desc.canonical import AxisMap, Resampling, fraction
 from dml_desc.weights import gradient_taps
 
 from .axis import emit_plan, plan_axes
-from .cost import NS_PER_NODE, PAD_NS_PER_BYTE, copy_cost
+from .cost import padded_copies_cost
 from .emitter import Emitter
 
 TILES = (8, 16, 32, 64)     # the tiles whose multiples (with the scale's period) the longer axes are
 MAX_PERIOD = 64             # X rows per period of the scale (its denominator) at most
 MAX_GROWTH = 1.25           # a longer axis at most this times X's rows
 MAX_ROWS = 1 << 14          # X rows per axis at most (the longer map's taps are built per candidate)
-# onnxruntime's Pad and Slice run on one thread where the plan's MatMuls and Gathers use every thread: their
-# estimate (one thread, as every other) counts this many times (2: the benchmark machine's threads)
-ONE_THREAD_NODES = 2.0
 
 
 @dataclass(frozen=True)
@@ -84,8 +81,8 @@ def padded_form(res: Resampling, itemsize: int = 4) -> PaddedPlan | None:
             continue
         longer = replace(res, axes=tuple(axes))
         plans, cost = plan_axes(longer, itemsize)
-        copies = pad_cost(res, longer, itemsize) + copy_cost(math.prod(res.in_shape), itemsize) + NS_PER_NODE
-        cost += ONE_THREAD_NODES * copies
+        cost += padded_copies_cost(math.prod(res.out_shape), math.prod(longer.out_shape), math.prod(res.in_shape),
+                                   itemsize)
         if best is None or cost < best.cost:
             best = PaddedPlan(longer, plans, cost)
     return best
@@ -95,13 +92,6 @@ def within_budget(res: Resampling, axes: tuple) -> bool:
     """True where the longer tensors fit the size budget (dml_desc.budget): a map near it pads no rows past it."""
     grown = [a.out_size for a in axes], [a.in_size for a in axes]
     return all(math.prod(shape) <= budget.max_elements() for shape in grown)
-
-
-def pad_cost(res: Resampling, longer: Resampling, itemsize: int) -> float:
-    """The copies that lengthen dY to the longer map's dY shape, estimated as one Pad of every axis at once: its reads
-    and writes (the axis-by-axis copies emit_padded writes measured faster: on 4x48x169^2 -> 180^2, a Pad of both
-    axes 1.72 ms; of the first 0.74, a Concat with zeros on the last 0.82)."""
-    return (math.prod(res.out_shape) + math.prod(longer.out_shape)) * itemsize * PAD_NS_PER_BYTE + NS_PER_NODE
 
 
 def emit_padded(em: Emitter, src: str, res: Resampling, form: PaddedPlan) -> tuple:
