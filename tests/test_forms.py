@@ -511,7 +511,8 @@ def test_one_registry_walks_every_scope_with_the_general_path_last():
     path (band's), as a static node ends with band; every name a calibration cache held before still reads."""
     from onnx_ops.calibrate import FORM_NAMES, choices
     from onnx_ops.forms.registry import RUN_TIME_WALK, STATIC_WALK, names, scopes
-    assert names(RUN_TIME_WALK) == ("kronpairs", "pool", "conv", "scatter", "block", "resize", "sepconv", "general")
+    assert names(RUN_TIME_WALK) == ("kronpairs", "pool", "conv", "scatter", "block", "resize", "sepconv", "periodic",
+                                    "general")
     assert [s.name for s in scopes(STATIC_WALK)][-1] == "band"
     assert [s.name for s in scopes(RUN_TIME_WALK)][-1] == "general"
     assert {"resize", "pool", "conv", "block", "sepconv", "kronpairs", "general"} <= set(FORM_NAMES)

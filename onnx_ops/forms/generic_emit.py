@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import helper
 
 from .cost import POOL_WINDOW
 from .emitter import Emitter
@@ -86,13 +86,13 @@ def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: s
 
 def emit_if(em: Emitter, cond: str, then_branch, else_branch, what: str = "kron_pairs") -> str:
     """One If node on `cond`: each branch's nodes emitted by its function into a subgraph (constants stay in the
-    outer graph, read from the outer scope); its float output named after `what`."""
-    outer, graphs = em.nodes, []
+    outer graph, read from the outer scope); its output (of the accumulation type) named after `what`."""
+    outer, graphs, elem = em.nodes, [], helper.np_dtype_to_tensor_dtype(np.dtype(em.acc))
     for emit in (then_branch, else_branch):
         em.nodes = []
         out = emit()
         graphs.append(helper.make_graph(em.nodes, em.name("branch"), [],
-                                        [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]))
+                                        [helper.make_tensor_value_info(out, elem, None)]))
         em.nodes = outer
     return em.node("If", [cond], what, then_branch=graphs[0], else_branch=graphs[1])
 

@@ -34,7 +34,7 @@ from .conv_transpose import conv_transpose_form, emit_conv_transpose
 from .cost import KRON_MARGIN, PREFER_RESIZE, conv_cost, filter_conv_cost, kron_cost, pool_cost, resize_cost
 from .deconv import combined, deconv_form, emit_conv
 from .emitter import Emitter, is_symbolic
-from . import dynamic, filter_conv, generic_emit, kron_pairs, padded, scatter
+from . import dynamic, filter_conv, generic_emit, kron_pairs, padded, periodic, scatter
 from .kron import emit_kron, kron_form
 from .resize import emit_resize, find_resize
 
@@ -250,7 +250,9 @@ REGISTRY = (
     # padded): static, where estimated cheaper than the per-axis plan on the real lengths
     Form("padded",
          static(lambda g: padded.padded_form(g.res, np.dtype(g.acc).itemsize), lambda g, p: p.cost,
-                lambda em, src, g, p: padded.emit_padded(em, src, g.res, p))),
+                lambda em, src, g, p: padded.emit_padded(em, src, g.res, p)),
+         generic("periodic", lambda f, g: isinstance(f, periodic.PeriodicForm),
+                 lambda em, src, g, form: periodic.emit_periodic(em, src, g.x, form))),
     # the general form: per axis a band, dense, transposed band or gather, in the cheapest order; at run time the
     # band built from onnxruntime's own taps in the graph (onnx_ops.forms.dynamic)
     Form("band", static(lambda g: g.plan[0], lambda g, p: g.plan[1], _emit_plan, BY_RULE),

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -72,6 +73,7 @@ from ..bridge import middle_row_kernel
 from ..forms import POOL_MAX_OPSET, POOL_WINDOW
 from ..forms.filter_conv import FILTER_FACTORS, AxisForm, FilterConv, emitted, variants
 from ..forms.kron_pairs import COLUMNS
+from ..forms.periodic import PeriodicAxis, PeriodicForm
 from ..forms.scatter import DOWN_FACTORS, SCATTER_RESIZE, DownAxis, DownsampleForm, block_of, resize_fits
 from ..model import resize_reader_opset
 
@@ -80,6 +82,9 @@ NEAREST_FACTORS = range(2, 9)
 FAMILY = tuple(range(1, 25)) + (31, 33, 64, 97, 128, 255)
 PROBE_N = 16          # the length the kernel is read from (its middle row is interior for every kernel here)
 IGNORED = ("axes", "keep_aspect_ratio_policy", "extrapolation_value")
+ORT_SEMANTICS = tuple(s for s in onnx_conv.SEMANTICS if s != "onnx-spec")   # onnxruntime's tie rules
+PERIODIC_MAX_PERIOD = 16      # X rows per period of a periodic axis at most (the scale's denominator)
+PERIODIC_MAX_FACTOR = 8       # a periodic axis's scale between 1/8 and 8
 PAIR_COLUMNS = COLUMNS + (1,)   # the kron-pairs MatMul's blocks per row: the first dividing every dY's size
 
 
@@ -166,7 +171,8 @@ class GenericForm:
         return tuple(name(a, f) for a, f in self.axes.items())       # in the order of the Rewrite's axes
 
 
-def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericForm | DownsampleForm | None:
+def generic_form(attrs: dict, axes: tuple, scales, dims,
+                 opset: int) -> GenericForm | DownsampleForm | PeriodicForm | None:
     """The shape-generic form of a ResizeGrad with constant `scales` (None: run time) on `axes` ((axis, position
     in scales) per axis it may resize), X's `dims` (ints or symbolic); None where no form is proven."""
     if scales is None or attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
@@ -180,13 +186,13 @@ def generic_form(attrs: dict, axes: tuple, scales, dims, opset: int) -> GenericF
     key = tuple(sorted((k, str(v)) for k, v in attrs.items() if k not in IGNORED))
     factors = {axis: float(np.float32(scales[pos])) for axis, pos in axes}
     if factors and all(f < 1 for f in factors.values()):
-        return _downsample_form(key, factors, dims, opset)
+        return _downsample_form(key, factors, dims, opset) or periodic_form(key, factors, dims, opset)
     forms = {}
     for axis, pos in axes:
         factor = float(np.float32(scales[pos]))
         axis_form = proven_axis_form(key, factor, opset) if factor != 1 else None
         if axis_form is None:
-            return None
+            return periodic_form(key, factors, dims, opset)
         forms[axis] = axis_form
     if not forms:
         return None
@@ -252,6 +258,68 @@ def _nearest_repeats(k: int, opset: int) -> bool:
                 return False
     return True
 
+
+
+def periodic_form(key: tuple, factors: dict, dims, opset: int) -> PeriodicForm | None:
+    """The PeriodicForm of nearest at constant rational scales, every resized axis proven for every length; else
+    None."""
+    axes = {}
+    for axis, factor in factors.items():
+        form = proven_periodic_axis(key, factor, opset) if factor != 1 else None
+        if form is None:
+            return None
+        axes[axis] = form
+    channels = dims[1] if len(dims) > 1 and isinstance(dims[1], int) else None
+    return PeriodicForm(axes, len(dims), channels) if axes else None
+
+
+@lru_cache(maxsize=256)
+def proven_periodic_axis(key: tuple, factor: float, opset: int) -> PeriodicAxis | None:
+    """The PeriodicAxis of one nearest axis scaled by `factor` (node attributes `key`) = p/q exactly (float32 holds
+    it: q a power of two, at most PERIODIC_MAX_PERIOD): the block read from the middle period of one length, then
+    the whole table checked for every n in periodic_lengths(q) under onnxruntime's tie semantics (the run-time path
+    follows onnxruntime, so onnx-spec never reaches here): every entry the form's, and no dY row reaching an X row
+    past the last (the Slice would drop it). None where any differs. Beyond those lengths the table is the checked
+    pattern: X rows q*i + r read dY rows p*i + c (the coordinates move by q per p rows, exactly in float32 while
+    n * p < 2**21, the nearest argument of this module's docstring), and the end's rows depend only on n mod q."""
+    attrs = {k: _parse(v) for k, v in key}
+    ratio = Fraction(factor)
+    p, q = ratio.numerator, ratio.denominator
+    if attrs.get("mode", "nearest") != "nearest" or opset < 10 or q > PERIODIC_MAX_PERIOD or \
+            not 1 / PERIODIC_MAX_FACTOR <= ratio <= PERIODIC_MAX_FACTOR:
+        return None
+    if q > 1 and attrs.get("coordinate_transformation_mode") == "half_pixel_symmetric":
+        return None     # its adjustment, floor(n p / q) / (n p / q), moves the coordinates with n: no one pattern
+    try:
+        probe = _axis_table(attrs, factor, 9 * q, opset, ORT_SEMANTICS[0])
+        block = tuple(tuple(float(w) for w in row) for row in probe[4 * q:5 * q, 4 * p:5 * p])
+        form = PeriodicAxis(p, q, block)
+        copies = False
+        for n in periodic_lengths(q):
+            m = n * p // q
+            for semantics in ORT_SEMANTICS if m else ():
+                table = _axis_table(attrs, factor, n, opset, semantics)
+                if table.shape != (n, m) or form.lost(n, m) or \
+                        not np.allclose(form.dense(n, m), table, rtol=0, atol=1e-12):
+                    return None
+            copies |= m == n and not np.array_equal(form.dense(n, m), np.eye(n))
+    except DescError:
+        return None
+    return replace(form, copies=copies)
+
+
+def periodic_lengths(q: int) -> tuple:
+    """The lengths a periodic axis is checked on: every n up to 4 q + 31 (both edges and every residue mod q, where
+    they interact), and three long ones."""
+    return tuple(range(1, 4 * q + 32)) + (255, 256, 257)
+
+
+def _axis_table(attrs: dict, factor: float, n: int, opset: int, semantics: str) -> np.ndarray:
+    """The (n, m) gradient table of an axis of n rows scaled by `factor`, beside an axis doubled (onnxruntime
+    copies a whole Resize whose shape stays the same: the run-time spelling has its own branch for that)."""
+    node = onnx_conv.OnnxResize([n, 2], attrs, scales=[factor, 2.0], opset=opset, op_type="ResizeGrad")
+    res = onnx_conv.to_canonical(node, semantics)
+    return gradient_taps(res.axes[0], res).dense()
 
 
 @lru_cache(maxsize=256)
