@@ -176,6 +176,28 @@ def test_layer_trains_as_torch_autograd(tmp_path, name, dtype, dynamo, dynamic):
     check_against_torch(net, x, str(tmp_path / "a"), dtype)
 
 
+class Upsample(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=self.scale, mode="nearest")
+
+
+@pytest.mark.parametrize("scale, dynamo", [(1.5, True), (1.25, False)])
+def test_nearest_at_a_rational_scale_trains_as_torch_in_the_periodic_form(tmp_path, scale, dynamo):
+    """torch's nearest scale_factor 1.5 / 1.25 with dynamic N / H / W: the ResizeGrad takes the shape-generic periodic
+    form (onnx_ops.forms.periodic), and a step on other lengths (17 x 13: padded tiles) is torch's."""
+    torch.manual_seed(0)
+    net = Loss(Upsample(scale), 4, 4, 2).train()
+    path = export(net, SHAPE[2], str(tmp_path / "m.onnx"), dynamo, True)
+    report = generate_cpu_artifacts(path, [n for n, _ in net.named_parameters()], str(tmp_path / "a"), loss=None)
+    assert "generic periodic" in str(report), str(report)
+    x = np.random.default_rng(0).standard_normal((3, 3, 17, 13)).astype(np.float32)
+    check_against_torch(net, x, str(tmp_path / "a"), torch.float32)
+
+
 def float64_gradients(model, params: list, folder, feeds: dict) -> tuple:
     """(loss, {param: gradient}) of the training graph this project builds (decompositions, onnxruntime's gradient
     graph, prepare_artifacts), run by onnxruntime in float64. The training Module cannot: its gradient
