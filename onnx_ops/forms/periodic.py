@@ -16,8 +16,8 @@ from .filter_conv import dims
 from .generic_emit import emit_if
 
 # X rows per tile at least (a multiple of q): fewer zero rows where a length is not whole tiles, and whole tiles (no
-# Pad, no Slice) on more lengths; against the static lowering on 20 random maps, dynamic / static 1.00 with 8 (1.05
-# with 16 on the last axis, 1.07 with 16 on both; docs/dynamic-forms.md)
+# Pad, no Slice) on more lengths; against the static lowering on 20 random maps, dynamic / static 1.00-1.04 with 8,
+# 1.05 with 16 on the last axis (docs/benchmarks.md, "the seventh round")
 TILE_ROWS = 8
 
 
@@ -74,7 +74,7 @@ class PeriodicForm:
     resize = None
 
     def names(self, kind: str, opset: int) -> tuple:
-        """The per-axis report names, e.g. 'generic periodic 3/2, band 24->16, dY padded at run time'."""
+        """The per-axis report names, e.g. 'generic periodic 3/2, band 12->8, dY padded at run time'."""
         return tuple(f"generic {kind} {f.p}/{f.q}, band {f.cols}->{f.rows}, dY padded at run time"
                      for f in self.axes.values())
 
@@ -83,8 +83,9 @@ def emit_periodic(em: Emitter, dy: str, x: str, form: PeriodicForm) -> str:
     """dX: dY's shape checked (X's, times p / q rounded down on the resized axes), then each resized axis contracted,
     the first first. An If takes the chain without zero rows and Slice where every resized length is whole tiles
     (dY's rows are whole tiles then too), and, where some length keeps its rows, an outer one copies dY where its
-    shape is X's (onnxruntime copies such a Resize). Each branch ends in a node that computes (a Reshape writing a
-    branch's output is a copy); the view to X's shape follows the Ifs."""
+    shape is X's (onnxruntime copies such a Resize); downsampling, one more gives zeros where dY is empty. Each branch
+    writes X's shape itself: the Slice, or on whole tiles a Reshape (a copy, as the static band's last Reshape is; a
+    Reshape after the If, writing the graph's output, copied as well)."""
     sx, sy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
     dy = _checked(em, dy, sx, sy, form)
     axes = sorted(form.axes)

@@ -1,4 +1,5 @@
-"""Shape-generic forms: ResizeGrad with constant integer scales and axis lengths known only at run time.
+"""Shape-generic forms: ResizeGrad with constant integer (or, nearest, rational) scales and axis lengths known only at
+run time.
 
 A real export has symbolic N / H / W and constant scales (torch's `scale_factor=2`). The general dynamic path
 (onnx_ops.forms.dynamic) builds a dense matrix per axis at run time. With a constant integer factor f the gradient
@@ -51,7 +52,11 @@ Spellings (one graph for every n; run-time shapes from Shape(dY) / Shape(X)), th
           blocks have unreached rows at 1/4 and 1/8 (at 1/2 on a tail), the gathered spelling: one blocked MatMul
           on the last axis, a Gather of rows from a zero row per other axis. Proven as the others, for every n in
           FAMILY.
-Emission is in onnx_ops.forms.generic_emit (the scatter's in onnx_ops.forms.scatter). Each starts with a check that
+- periodic: nearest at a constant rational scale p/q (PeriodicForm, onnx_ops.forms.periodic), where no form above is
+          proven: X rows q*i + r read dY rows p*i + c with one block of weights for every period i; dY zero-padded to
+          whole tiles at run time, one constant band per axis, one Slice (proven_periodic_axis).
+Emission is in onnx_ops.forms.generic_emit (the scatter's in onnx_ops.forms.scatter, the periodic form's in
+onnx_ops.forms.periodic). Each starts with a check that
 dY's shape is X's times the factors (over them: floor(n / k), downsampling).
 `dml-desc calibrate` (onnx_ops.calibrate) may replace the rule's choice among the applicable spellings and the
 general path (the registry's `ranked`) by measurements, when asked.
