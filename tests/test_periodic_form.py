@@ -122,6 +122,28 @@ def test_a_dy_of_another_shape_fails_in_onnxruntime_never_silently():
                                                                                              np.float32)})
 
 
+@pytest.mark.parametrize("shape", [[0, 3, 8, 8], [2, 0, 8, 8], [2, 3, 0, 8], [2, 3, 8, 0], [0, 3, 5, 7]])
+def test_an_empty_x_gives_an_empty_or_zero_dx(shape):
+    scales = [1, 1, 1.5, 1.5]
+    lowered, _ = lower(grad_model(TORCH, ["N", "C", "H", "W"], ["N", "C", "H2", "W2"], scales), semantics=INSTALLED)
+    dy = np.zeros(dims_of(shape, scales), np.float32)
+    dx = session(lowered).run(None, {"dY": dy, "X": np.zeros(shape, np.float32)})[0]
+    assert dx.shape == tuple(shape) and not dx.any()
+
+
+def test_an_axis_past_the_float32_bound_is_refused_at_run_time():
+    """The proof holds while n * p < 2**21 (float32 coordinates): a longer axis fails in the Reshape, not silently."""
+    lowered, _ = lower(grad_model(TORCH, ["N", 1, "L"], ["N", 1, "L2"], [1, 1, 1.5]), semantics=INSTALLED)
+    sess = session(lowered)
+    for n, ok in ((699050, True), (699051, False)):         # 3 n just under and at 2**21
+        dy = np.ones((1, 1, n * 3 // 2), np.float32)
+        if ok:
+            assert sess.run(None, {"dY": dy, "X": np.zeros((1, 1, n), np.float32)})[0].sum() == dy.sum()
+        else:
+            with pytest.raises(Exception, match="Reshape"):
+                sess.run(None, {"dY": dy, "X": np.zeros((1, 1, n), np.float32)})
+
+
 def test_periodic_form_is_bitwise_deterministic_across_threads():
     scales = [1, 1, 1.5, 1.25]
     lowered, report = lower(grad_model(HALF, ["N", 8, "H", "W"], ["N", 8, "H2", "W2"], scales), semantics=INSTALLED)

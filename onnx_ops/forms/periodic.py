@@ -2,8 +2,9 @@
 padded form, onnx_ops.forms.padded): every q X rows read the next p dY rows with the same weights, so each axis is
 dY zero-padded at its end to whole tiles, viewed as [tiles, P] (a Reshape) and contracted by one constant matrix,
 kron(I_t, B); one Slice back to X's rows at the end. An If takes the spelling without the zero rows and the Slice
-where every length is whole tiles, and one more copies dY where onnxruntime copies (dY's shape is X's). Its proof for
-every length is onnx_ops.lowering.generic_forms.proven_periodic_axis."""
+where every length is whole tiles, one more copies dY where onnxruntime copies (dY's shape is X's), and one gives
+zeros where a tensor is empty. Its proof for every length (n * p < 2**21 on each axis; past it the graph refuses the
+run) is onnx_ops.lowering.generic_forms.proven_periodic_axis."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from .generic_emit import emit_if
 # Pad, no Slice) on more lengths; against the static lowering on 20 random maps, dynamic / static 1.00-1.04 with 8,
 # 1.05 with 16 on the last axis (docs/benchmarks.md, "the seventh round")
 TILE_ROWS = 8
+# n * p below this on every resized axis: float32 coordinates cannot move a nearest pick there (the proof's bound,
+# onnx_ops.lowering.generic_forms.proven_periodic_axis); a longer axis is refused at run time
+MAX_ROWS_TIMES_P = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def emit_periodic(em: Emitter, dy: str, x: str, form: PeriodicForm) -> str:
     """dX: dY's shape checked (X's, times p / q rounded down on the resized axes), then each resized axis contracted,
     the first first. An If takes the chain without zero rows and Slice where every resized length is whole tiles
     (dY's rows are whole tiles then too), and, where some length keeps its rows, an outer one copies dY where its
-    shape is X's (onnxruntime copies such a Resize); downsampling, one more gives zeros where dY is empty. Each branch
+    shape is X's (onnxruntime copies such a Resize); one more gives zeros where X or dY is empty. Each branch
     writes X's shape itself: the Slice, or on whole tiles a Reshape (a copy, as the static band's last Reshape is; a
     Reshape after the If, writing the graph's output, copied as well)."""
     sx, sy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
@@ -109,10 +113,9 @@ def emit_periodic(em: Emitter, dy: str, x: str, form: PeriodicForm) -> str:
             return periodic()
         same = _every(em, em.node("Equal", [sx, sy], "same"))
         return emit_if(em, same, lambda: em.node("Identity", [dy], "copied"), periodic, "copied")
-    if all(f.p >= f.q for f in form.axes.values()):
-        return copied()
-    empty = em.node("Equal", [em.node("ReduceMin", [sy], "fewest", keepdims=0), em.const(0, "none", np.int64)],
-                    "empty")            # downsampling a short axis reads no dY row: dX is zeros
+    # an empty X or dY (a batch of 0; downsampling a one-row axis reads no dY row): dX is zeros (the views need rows)
+    fewest = em.node("ReduceMin", [em.node("Concat", [sx, sy], "dims", axis=0)], "fewest", keepdims=0)
+    empty = em.node("Equal", [fewest, em.const(0, "none", np.int64)], "empty")
     return emit_if(em, empty, lambda: em.node("ConstantOfShape", [sx], "zeros",
                                               value=numpy_helper.from_array(np.zeros(1, em.acc))), copied, "empty")
 
@@ -125,13 +128,16 @@ def _every(em: Emitter, flags: str) -> str:
 
 
 def _checked(em: Emitter, dy: str, sx: str, sy: str, form: PeriodicForm) -> str:
-    """dY viewed at its own shape where that is X's times p / q rounded down on the resized axes, else at an invalid
-    shape (-2), which onnxruntime's Reshape refuses: never a silent result on a dY of another shape."""
+    """dY viewed at its own shape where that is X's times p / q rounded down on the resized axes and every resized
+    axis is within the proof's float32 bound (n * p < MAX_ROWS_TIMES_P), else at an invalid shape (-2), which
+    onnxruntime's Reshape refuses: never a silent result on a dY of another shape or an axis past the bound."""
     p = [form.axes[a].p if a in form.axes else 1 for a in range(form.rank)]
     q = [form.axes[a].q if a in form.axes else 1 for a in range(form.rank)]
-    expected = em.node("Div", [em.node("Mul", [sx, em.const(p, "p", np.int64)], "scaled"),
-                               em.const(q, "q", np.int64)], "expected")
-    same = em.node("Equal", [sy, expected], "same")
+    scaled = em.node("Mul", [sx, em.const(p, "p", np.int64)], "scaled")
+    expected = em.node("Div", [scaled, em.const(q, "q", np.int64)], "expected")
+    bound = [MAX_ROWS_TIMES_P if a in form.axes else np.iinfo(np.int64).max for a in range(form.rank)]
+    within = em.node("Less", [scaled, em.const(bound, "bound", np.int64)], "within")
+    same = em.node("And", [em.node("Equal", [sy, expected], "same"), within], "valid")
     return em.node("Reshape", [dy, em.node("Where", [same, expected, em.const([-2], "refused", np.int64)],
                                            "checked_shape")], "checked")
 
