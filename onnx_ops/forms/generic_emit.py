@@ -171,7 +171,13 @@ def _dy_checked(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     shape fails in onnxruntime's Reshape (as the general path's MatMul fails), never a silent result. Checked on
     the way in (a view of dY) rather than on dX (a Reshape writing a graph output copies it)."""
     sx, expected, same = _shape_test(em, dy, x, form)
-    return em.node("Reshape", [dy, em.node("Where", [same, expected, em.const([-2], "refused", np.int64)],
+    return refused_unless(em, dy, same, expected)
+
+
+def refused_unless(em: Emitter, dy: str, valid: str, shape: str) -> str:
+    """dY reshaped to `shape` where every entry of `valid` holds, else to -2 there (a shape onnxruntime's Reshape
+    refuses; 0 would copy the input's dim)."""
+    return em.node("Reshape", [dy, em.node("Where", [valid, shape, em.const([-2], "refused", np.int64)],
                                            "checked_shape")], "checked")
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from onnx import TensorProto, numpy_helper
+from onnx import numpy_helper
 
 from .emitter import Emitter
 from .filter_conv import dims
-from .generic_emit import emit_if
+from .dynamic_band import all_true
+from .generic_emit import emit_if, refused_unless
 
 # X rows per tile at least (a multiple of q): fewer zero rows where a length is not whole tiles, and whole tiles (no
 # Pad, no Slice) on more lengths; against the static lowering on 20 random maps, dynamic / static 1.00-1.04 with 8,
@@ -106,25 +107,18 @@ def emit_periodic(em: Emitter, dy: str, x: str, form: PeriodicForm) -> str:
                                  em.const(axes, "axes", np.int64)], "cropped")
 
     def periodic() -> str:
-        whole = _every(em, em.node("Equal", [rest, em.const(0, "zero", np.int64)], "whole"))
+        whole = all_true(em, em.node("Equal", [rest, em.const(0, "zero", np.int64)], "whole"))
         return emit_if(em, whole, lambda: chain(False), lambda: chain(True), "periodic")
     def copied() -> str:
         if not any(f.copies for f in form.axes.values()):
             return periodic()
-        same = _every(em, em.node("Equal", [sx, sy], "same"))
+        same = all_true(em, em.node("Equal", [sx, sy], "same"))
         return emit_if(em, same, lambda: em.node("Identity", [dy], "copied"), periodic, "copied")
     # an empty X or dY (a batch of 0; downsampling a one-row axis reads no dY row): dX is zeros (the views need rows)
     fewest = em.node("ReduceMin", [em.node("Concat", [sx, sy], "dims", axis=0)], "fewest", keepdims=0)
     empty = em.node("Equal", [fewest, em.const(0, "none", np.int64)], "empty")
     return emit_if(em, empty, lambda: em.node("ConstantOfShape", [sx], "zeros",
                                               value=numpy_helper.from_array(np.zeros(1, em.acc))), copied, "empty")
-
-
-def _every(em: Emitter, flags: str) -> str:
-    """True where every entry of the bool vector `flags` is."""
-    count = em.node("Cast", [flags], "count", to=TensorProto.INT64)
-    return em.node("Equal", [em.node("ReduceMin", [count], "fewest", keepdims=0), em.const(1, "one", np.int64)],
-                   "every")
 
 
 def _checked(em: Emitter, dy: str, sx: str, sy: str, form: PeriodicForm) -> str:
@@ -137,9 +131,7 @@ def _checked(em: Emitter, dy: str, sx: str, sy: str, form: PeriodicForm) -> str:
     expected = em.node("Div", [scaled, em.const(q, "q", np.int64)], "expected")
     bound = [MAX_ROWS_TIMES_P if a in form.axes else np.iinfo(np.int64).max for a in range(form.rank)]
     within = em.node("Less", [scaled, em.const(bound, "bound", np.int64)], "within")
-    same = em.node("And", [em.node("Equal", [sy, expected], "same"), within], "valid")
-    return em.node("Reshape", [dy, em.node("Where", [same, expected, em.const([-2], "refused", np.int64)],
-                                           "checked_shape")], "checked")
+    return refused_unless(em, dy, em.node("And", [em.node("Equal", [sy, expected], "same"), within], "valid"), expected)
 
 
 def _contract(em: Emitter, cur: str, a: int, form: PeriodicForm, sx: str, pad: bool, merge: bool) -> str:
