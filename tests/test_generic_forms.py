@@ -573,3 +573,54 @@ def test_scatter_is_torch_autograds_gradient(torch_mode, kw, attrs, factor):
         assert tuple(y.shape) == dy.shape
         (want,) = torch.autograd.grad(y, x, torch.from_numpy(dy))
         np.testing.assert_allclose(dx, want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+# Empty tensors: a batch of 0, an axis of length 0, a one-row axis that downsampling leaves without dY rows
+def emptied(dims, scales):
+    """X shapes with an empty X or dY: each symbolic dim 0 in turn (the others concrete), and where an axis is
+    downsampled, that axis one row long."""
+    base = concrete(dims, 3)
+    shapes = [[0 if b == a else n for b, n in enumerate(base)] for a, d in enumerate(dims) if isinstance(d, str)]
+    return shapes + [[1 if s < 1 and isinstance(d, str) else n for n, d, s in zip(base, dims, scales)]
+                     for _ in range(min(scales) < 1)]
+
+
+@pytest.mark.parametrize("attrs, dims, scales, opset, form", CASES + DOWN)
+def test_an_empty_x_or_dy_gives_zeros_and_a_dy_of_another_batch_fails(attrs, dims, scales, opset, form):
+    """Every shape-generic form (and the run-time path) on an empty X or dY: dX of X's shape, all zeros; an empty
+    dY whose batch is not X's fails in onnxruntime, never a result. Every initializer is read by a node of the
+    main graph (tools that prune initializers look there only)."""
+    model = grad_model(attrs, dims, scales, opset)
+    lowered = lower(model, semantics=INSTALLED)[0]
+    used = {i for n in lowered.graph.node for i in n.input} | {t.name for t in model.graph.initializer}
+    assert [t.name for t in lowered.graph.initializer if t.name not in used] == []    # If branches: Constant nodes
+    sess = session(lowered)
+    for shape in emptied(dims, scales):
+        dy = np.ones([int(n * s) for n, s in zip(shape, scales)], np.float32)
+        dx = sess.run(None, {"dY": dy, "X": np.zeros(shape, np.float32)})[0]
+        assert dx.shape == tuple(shape) and not dx.any(), (shape, dy.shape)
+    shape = concrete(dims, 3)
+    dy = np.ones([0] + [int(n * s) for n, s in zip(shape[1:], scales[1:])], np.float32)
+    with pytest.raises(Exception, match="(?i)shape|dimension"):
+        sess.run(None, {"dY": dy, "X": np.zeros(shape, np.float32)})
+
+
+@pytest.mark.parametrize("opset", [11, 19])
+@pytest.mark.parametrize("attrs, scales", [(dict(LINEAR, coordinate_transformation_mode="align_corners"), 2.0),
+                                           (LINEAR, 1.7), ({"mode": "cubic"}, 1.5), (LINEAR, 0.6)])
+def test_the_run_time_path_gives_zeros_on_empty_tensors_and_refuses_a_dy_of_another_batch(attrs, scales, opset):
+    """The run-time path reads the resized axes' lengths alone: a dY of batch 3 for an X of batch 2 fails in
+    onnxruntime (before, align_corners x2 returned a dX of batch 3). An empty X or dY gives zeros at every opset
+    (before, opset 11 failed in a MatMul or Reshape)."""
+    lowered, report = lower(grad_model(attrs, ["N", 4, "H", "W"], [1, 1, scales, scales], opset), semantics=INSTALLED)
+    assert report[0].forms[0].startswith("dynamic"), report[0].forms
+    sess = session(lowered)
+    for shape in ([2, 4, 6, 6], [0, 4, 6, 6], [2, 4, 0, 6], [2, 4, 1, 1]):
+        dy_shape = [int(np.floor(n * np.float32(s))) for n, s in zip(shape, [1, 1, scales, scales])]
+        dy = np.random.default_rng(0).standard_normal(dy_shape).astype(np.float32)
+        dx = sess.run(None, {"dY": dy, "X": np.zeros(shape, np.float32)})[0]
+        np.testing.assert_allclose(dx, reference(attrs, shape, [1, 1, scales, scales], dy) if dy.size else
+                                   np.zeros(shape), rtol=2e-6, atol=2e-6)
+    m = int(6 * scales)
+    with pytest.raises(Exception, match="(?i)shape|dimension"):
+        sess.run(None, {"dY": np.ones((3, 4, m, m), np.float32), "X": np.zeros((2, 4, 6, 6), np.float32)})

@@ -45,6 +45,7 @@ from .dynamic_band import (BAND_MIN_OPSET, all_true, band_entries, band_plan, ba
                            dense_wins, fold, gather_one_tap, one_tap, plain_windows, taps_matrix, tiles_of, unfold)
 from .dynamic_taps import RunTaps, axis_taps, identity_where, is_identity, period, probe_entries, unsqueeze
 from .emitter import Emitter
+from .generic_emit import refused_unless
 
 DENSE_LAST_MAX = 2 ** 16   # n * m up to which the last axis takes one dense MatMul (a 256 KB matrix)
 PROBE_ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
@@ -88,9 +89,11 @@ class AxisChoice:
 def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     """dX from dY (float32 or float64 as em.acc): one probe Resize per axis; the last axis contracted with a
     MatMul, the others with the band form (onnx_ops.forms.dynamic_band) from opset 12, a dense MatMul before.
-    From opset 12 (dY's type known), a dY with an empty axis (a scale that rounds a length down to 0) gives
-    zeros, an empty X an empty dX: an If around the path, whose probes and reshapes cannot take empty axes."""
-    if em.opset < BAND_MIN_OPSET or not plan.convert:
+    Where dY's type is known, a dY with an empty axis (a scale that rounds a length down to 0) gives zeros, an
+    empty X an empty dX: an If around the path, whose probes and reshapes cannot take empty axes.
+    dY's dims on the axes the node never resizes are checked first (_kept_axes_checked)."""
+    dy = _kept_axes_checked(em, dy, x, plan)
+    if not plan.convert:
         return _emit_nonempty(em, dy, x, plan)
     dims = em.node("Concat", [em.node("Shape", [dy], "dyshape"), em.node("Shape", [x], "xshape")], "dims", axis=0)
     empty = em.node("Equal", [em.node("ReduceMin", [dims], "shortest", keepdims=1), em.const([0], "zero", np.int64)],
@@ -101,6 +104,18 @@ def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
                     elem, plan.rank)
     return em.node("If", [empty], "dx", then_branch=zeros, else_branch=_branch(
         em, lambda: _emit_nonempty(em, dy, x, plan), elem, plan.rank))
+
+
+def _kept_axes_checked(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
+    """dY where its dims are X's on every axis the node never resizes, else a Reshape onnxruntime refuses: the taps
+    read the resized axes' lengths alone, so a dY of another batch would give a dX of that batch, not X's."""
+    resized = {a for a, _ in plan.axes}
+    if len(resized) == plan.rank:
+        return dy
+    sdy = em.node("Shape", [dy], "dyshape")
+    same = em.node("Equal", [em.node("Shape", [x], "xshape"), sdy], "same")
+    free = em.const([a in resized for a in range(plan.rank)], "resized", np.bool_)
+    return refused_unless(em, dy, em.node("Or", [same, free], "kept_same"), sdy)
 
 
 def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from .cost import POOL_WINDOW
 from .emitter import Emitter
@@ -21,8 +21,23 @@ if TYPE_CHECKING:
 
 def shape_checked(emit):
     """The emitter `(em, dy, g, form) -> dX` of a spelling that reads dY after the shape check (_dy_checked):
-    `emit(em, dy, x, form)`, `g` the node's run-time gradient (its X and dY tensors)."""
-    return lambda em, dy, g, form: emit(em, _dy_checked(em, dy, g.x, form), g.x, form)
+    `emit(em, dy, x, form)`, `g` the node's run-time gradient (its X and dY tensors); zeros where a tensor is
+    empty (zeros_where_empty)."""
+    def checked(em: Emitter, dy: str, g, form: GenericForm) -> str:
+        dy = _dy_checked(em, dy, g.x, form)
+        return zeros_where_empty(em, em.node("Shape", [g.x], "xshape"), em.node("Shape", [dy], "dyshape"),
+                                 lambda: emit(em, dy, g.x, form))
+    return checked
+
+
+def zeros_where_empty(em: Emitter, sx: str, sy: str, build) -> str:
+    """`build()`'s dX, or zeros of X's shape `sx` where X or dY (shape `sy`) has an empty axis: a batch of 0, a
+    zero-length axis, or a one-row axis that downsampling leaves without dY rows. The spellings' views, pads and
+    Convs need rows (onnxruntime refuses a Reshape to a 0 it reads as "copy", and a Conv on an empty axis)."""
+    fewest = em.node("ReduceMin", [em.node("Concat", [sx, sy], "dims", axis=0)], "fewest", keepdims=0)
+    empty = em.node("Equal", [fewest, em.const(0, "none", np.int64)], "empty")
+    return emit_if(em, empty, lambda: em.node("ConstantOfShape", [sx], "zeros",
+                                              value=numpy_helper.from_array(np.zeros(1, em.acc))), build, "empty")
 
 
 def emit_resize(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
@@ -85,16 +100,12 @@ def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: s
 
 
 def emit_if(em: Emitter, cond: str, then_branch, else_branch, what: str = "kron_pairs") -> str:
-    """One If node on `cond`: each branch's nodes emitted by its function into a subgraph (constants stay in the
-    outer graph, read from the outer scope); its output (of the accumulation type) named after `what`."""
-    outer, graphs, elem = em.nodes, [], helper.np_dtype_to_tensor_dtype(np.dtype(em.acc))
-    for emit in (then_branch, else_branch):
-        em.nodes = []
-        out = emit()
-        graphs.append(helper.make_graph(em.nodes, em.name("branch"), [],
-                                        [helper.make_tensor_value_info(out, elem, None)]))
-        em.nodes = outer
-    return em.node("If", [cond], what, then_branch=graphs[0], else_branch=graphs[1])
+    """One If node on `cond`: each branch's nodes emitted by its function into a subgraph (Emitter.subgraph: its
+    constants Constant nodes inside it); its output (of the accumulation type) named after `what`."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(em.acc))
+    then_graph, else_graph = (em.subgraph(lambda emit=emit: [(emit(), elem, None)])
+                              for emit in (then_branch, else_branch))
+    return em.node("If", [cond], what, then_branch=then_graph, else_branch=else_graph)
 
 
 def _kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: str, k: int) -> str:
@@ -198,5 +209,8 @@ def _shape_test(em: Emitter, dy: str, x: str, form: GenericForm) -> tuple:
 
 
 def emit_kron_pairs(em: Emitter, dy: str, g, form: GenericForm) -> str:
-    """The kron-pairs spelling (_emit_kron_pairs), dY's shape checked in its own views: dX at X's checked shape."""
-    return _emit_kron_pairs(em, dy, g.x, form, _checked_shape(em, g.dy, g.x, form))
+    """The kron-pairs spelling (_emit_kron_pairs), dY's shape checked in its own views: dX at X's checked shape;
+    zeros where a tensor is empty (zeros_where_empty)."""
+    checked = _checked_shape(em, g.dy, g.x, form)      # its -2 entries fail the zeros too: never a silent result
+    return zeros_where_empty(em, checked, em.node("Shape", [dy], "dyshape"),
+                             lambda: _emit_kron_pairs(em, dy, g.x, form, checked))

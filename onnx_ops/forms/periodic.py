@@ -15,7 +15,7 @@ from onnx import numpy_helper
 from .emitter import Emitter
 from .filter_conv import dims
 from .dynamic_band import all_true
-from .generic_emit import emit_if, refused_unless
+from .generic_emit import emit_if, refused_unless, zeros_where_empty
 
 # X rows per tile at least (a multiple of q): fewer zero rows where a length is not whole tiles, and whole tiles (no
 # Pad, no Slice) on more lengths; against the static lowering on 20 random maps, dynamic / static 1.00-1.04 with 8,
@@ -114,11 +114,7 @@ def emit_periodic(em: Emitter, dy: str, x: str, form: PeriodicForm) -> str:
             return periodic()
         same = all_true(em, em.node("Equal", [sx, sy], "same"))
         return emit_if(em, same, lambda: em.node("Identity", [dy], "copied"), periodic, "copied")
-    # an empty X or dY (a batch of 0; downsampling a one-row axis reads no dY row): dX is zeros (the views need rows)
-    fewest = em.node("ReduceMin", [em.node("Concat", [sx, sy], "dims", axis=0)], "fewest", keepdims=0)
-    empty = em.node("Equal", [fewest, em.const(0, "none", np.int64)], "empty")
-    return emit_if(em, empty, lambda: em.node("ConstantOfShape", [sx], "zeros",
-                                              value=numpy_helper.from_array(np.zeros(1, em.acc))), copied, "empty")
+    return zeros_where_empty(em, sx, sy, copied)
 
 
 def _checked(em: Emitter, dy: str, sx: str, sy: str, form: PeriodicForm) -> str:
