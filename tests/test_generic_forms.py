@@ -622,5 +622,28 @@ def test_the_run_time_path_gives_zeros_on_empty_tensors_and_refuses_a_dy_of_anot
         np.testing.assert_allclose(dx, reference(attrs, shape, [1, 1, scales, scales], dy) if dy.size else
                                    np.zeros(shape), rtol=2e-6, atol=2e-6)
     m = int(6 * scales)
-    with pytest.raises(Exception, match="(?i)shape|dimension"):
-        sess.run(None, {"dY": np.ones((3, 4, m, m), np.float32), "X": np.zeros((2, 4, 6, 6), np.float32)})
+    for x_shape, dy_shape in (((2, 4, 6, 6), (3, 4, m, m)), ((2, 4, 6, 6), (2, 4, 0, m)), ((2, 4, 6, 6), (0, 4, m, m)),
+                              ((2, 4, 0, 6), (2, 4, 5, m))):      # an empty dY, or X, of the wrong shape too
+        with pytest.raises(Exception, match="(?i)shape|dimension"):
+            sess.run(None, {"dY": np.ones(dy_shape, np.float32), "X": np.zeros(x_shape, np.float32)})
+
+
+@pytest.mark.parametrize("opset", [11, 19])
+def test_the_run_time_path_with_run_time_scales_checks_dys_shape_on_empty_tensors(opset):
+    """Scales given at run time: an empty dY or X whose shape is not the forward's (floor(float32(n) * scale)) fails
+    in onnxruntime; one that is gives zeros or an empty dX."""
+    from tests.helpers_dynamic import grad_model as run_time_model
+    lowered, _ = lower(run_time_model(LINEAR, ["N", "C", "H", "W"], ["a", "b", "c", "d"], [1, 1, 2, 2],
+                                      run_time=("scales",), opset=opset), semantics=INSTALLED)
+    sess = session(lowered)
+    scales = np.array([1, 1, 2, 2], np.float32)
+    for x_shape, dy_shape, ok in (((2, 3, 6, 6), (2, 3, 12, 12), True), ((0, 3, 6, 6), (0, 3, 12, 12), True),
+                                  ((2, 3, 6, 0), (2, 3, 12, 0), True), ((2, 3, 6, 6), (0, 3, 12, 12), False),
+                                  ((2, 3, 6, 6), (2, 3, 0, 12), False), ((0, 3, 6, 6), (1, 3, 12, 12), False)):
+        feeds = {"dY": np.ones(dy_shape, np.float32), "X": np.zeros(x_shape, np.float32), "scales": scales}
+        if ok:
+            dx = sess.run(None, feeds)[0]
+            assert dx.shape == x_shape and (dx.size == 0 or dx.any() == (0 not in dy_shape))
+        else:
+            with pytest.raises(Exception, match="(?i)shape|dimension"):
+                sess.run(None, feeds)

@@ -91,8 +91,8 @@ def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     MatMul, the others with the band form (onnx_ops.forms.dynamic_band) from opset 12, a dense MatMul before.
     Where dY's type is known, a dY with an empty axis (a scale that rounds a length down to 0) gives zeros, an
     empty X an empty dX: an If around the path, whose probes and reshapes cannot take empty axes.
-    dY's dims on the axes the node never resizes are checked first (_kept_axes_checked)."""
-    dy = _kept_axes_checked(em, dy, x, plan)
+    dY's shape is checked first (_dy_checked)."""
+    dy = _dy_checked(em, dy, x, plan)
     if not plan.convert:
         return _emit_nonempty(em, dy, x, plan)
     dims = em.node("Concat", [em.node("Shape", [dy], "dyshape"), em.node("Shape", [x], "xshape")], "dims", axis=0)
@@ -106,16 +106,26 @@ def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
         em, lambda: _emit_nonempty(em, dy, x, plan), elem, plan.rank))
 
 
-def _kept_axes_checked(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
-    """dY where its dims are X's on every axis the node never resizes, else a Reshape onnxruntime refuses: the taps
-    read the resized axes' lengths alone, so a dY of another batch would give a dX of that batch, not X's."""
-    resized = {a for a, _ in plan.axes}
-    if len(resized) == plan.rank:
+def _dy_checked(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
+    """dY where its shape is the forward's output for X, else a Reshape onnxruntime refuses: on the axes the node
+    never resizes X's dims; on the resized ones, given scales, floor(float32(n) * scale) (the reader's rule,
+    onnxruntime's). The taps read the resized axes' lengths alone, so a dY of another batch gave a dX of that
+    batch, and the empty-tensor If took any empty dY (zeros, never an error). With sizes, dY's lengths are the
+    sizes: they are not checked here."""
+    resized = dict(plan.axes)                   # axis -> its position in scales / roi
+    if len(resized) == plan.rank and not plan.scales:
         return dy
-    sdy = em.node("Shape", [dy], "dyshape")
-    same = em.node("Equal", [em.node("Shape", [x], "xshape"), sdy], "same")
-    free = em.const([a in resized for a in range(plan.rank)], "resized", np.bool_)
-    return refused_unless(em, dy, em.node("Or", [same, free], "kept_same"), sdy)
+    sx, sdy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
+    mask = em.const([a in resized for a in range(plan.rank)], "resized", np.bool_)
+    if not plan.scales:
+        return refused_unless(em, dy, em.node("Or", [em.node("Equal", [sx, sdy], "same"), mask], "kept_same"), sdy)
+    ones = em.node("Concat", [em.const([1.0], "one", np.float32), _checked_scales(em, plan)], "with_one", axis=0)
+    per_axis = em.node("Gather", [ones, em.const([resized[a] + 1 if a in resized else 0 for a in range(plan.rank)],
+                                                 "scale_of_axis", np.int64)], "axis_scales")
+    scaled = em.node("Floor", [em.node("Mul", [em.node("Cast", [sx], "xf", to=TensorProto.FLOAT), per_axis],
+                                       "scaled")], "floored")
+    expected = em.node("Where", [mask, em.node("Cast", [scaled], "out_len", to=TensorProto.INT64), sx], "expected")
+    return refused_unless(em, dy, em.node("Equal", [sdy, expected], "same"), sdy)
 
 
 def _emit_nonempty(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
