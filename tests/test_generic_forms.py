@@ -647,3 +647,21 @@ def test_the_run_time_path_with_run_time_scales_checks_dys_shape_on_empty_tensor
         else:
             with pytest.raises(Exception, match="(?i)shape|dimension"):
                 sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("attrs, scales", [(LINEAR, 2.0), (NEAREST, 1.5), (LINEAR, 1.0), ({"mode": "cubic"}, 0.5)])
+@pytest.mark.parametrize("dims", [["N", 4, 6, 6], ["N", "C", 6, 6]])
+def test_a_static_form_with_a_symbolic_batch_refuses_a_dy_of_another_batch(attrs, scales, dims):
+    """Static spatial dims, a symbolic batch (channels): the static forms read those dims from dY at run time, so a
+    dY of batch 3 for an X of batch 2 gave a dX of batch 3 (all scales 1: dY itself). Now onnxruntime refuses it;
+    the right batch gives the reference gradient. A model with every dim known has no such node."""
+    lowered, report = lower(grad_model(attrs, dims, [1, 1, scales, scales], 19), semantics=INSTALLED)
+    assert not report[0].dynamic
+    sess, m = session(lowered), int(6 * scales)
+    dy = np.random.default_rng(0).standard_normal((2, 4, m, m)).astype(np.float32)
+    dx = sess.run(None, {"dY": dy, "X": np.zeros((2, 4, 6, 6), np.float32)})[0]
+    np.testing.assert_allclose(dx, reference(attrs, [2, 4, 6, 6], [1, 1, scales, scales], dy), rtol=2e-6, atol=2e-6)
+    with pytest.raises(Exception, match="(?i)shape|dimension"):
+        sess.run(None, {"dY": np.ones((3, 4, m, m), np.float32), "X": np.zeros((2, 4, 6, 6), np.float32)})
+    static, _ = lower(grad_model(attrs, [2, 4, 6, 6], [1, 1, scales, scales], 19), semantics=INSTALLED)
+    assert "Where" not in {n.op_type for n in static.graph.node}

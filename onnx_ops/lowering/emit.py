@@ -14,6 +14,7 @@ from dml_desc.errors import DescError, require
 
 from .calibration import signature as calibration_signature
 from ..forms import PREFER_RESIZE, Emitter, cast_wrapped, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
+from ..forms.generic_emit import refused_unless
 from ..forms.registry import GENERIC, RUN_TIME_WALK, RunTimeGradient, pick, ranked, scopes
 from .generic_forms import generic_form
 from .walk import fresh_prefix, graphs, subgraphs
@@ -116,8 +117,22 @@ def emit_gradient(node, res, elem: int, prefix: str, opset: int = LOWERING_OPSET
     taps prove equal. Every lowered static gradient comes from here: `lower` / `lower_file` for a model's nodes,
     and onnx_ops.build.build_lowered for `build --lowered`, `dml-desc run` and the conformance suite."""
     em = Emitter(prefix, opset, NP_OF[elem], dims_from=node.input[0])   # run-time dims read from dY
-    forms = cast_wrapped(em, node, elem, lambda dy: contract(em, dy, res, choices))
+    forms = cast_wrapped(em, node, elem,
+                         lambda dy: contract(em, _symbolic_dims_checked(em, dy, node.input[1], res), res, choices))
     return em.nodes, em.inits, forms
+
+
+def _symbolic_dims_checked(em: Emitter, dy: str, x: str, res) -> str:
+    """dY where its dims on X's symbolic axes (a static map never resizes them: a batch, channels) are X's, else a
+    Reshape onnxruntime refuses: the static forms read those dims from dY, so a dY of another batch gave a dX of
+    that batch. No node where every dim is known (onnxruntime checks the inputs' shapes)."""
+    symbolic = [is_symbolic(n) for n in res.in_shape]
+    if not any(symbolic):
+        return dy
+    sdy = em.node("Shape", [dy], "dyshape")
+    same = em.node("Equal", [em.node("Shape", [x], "xshape"), sdy], "same")
+    known = em.const([not s for s in symbolic], "known", np.bool_)
+    return refused_unless(em, dy, em.node("Or", [same, known], "symbolic_same"), sdy)
 
 
 def node_prefix(node, k: int, taken: set) -> tuple[str, str]:
