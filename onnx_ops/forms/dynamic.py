@@ -45,7 +45,7 @@ from .dynamic_band import (BAND_MIN_OPSET, all_true, band_entries, band_plan, ba
                            dense_wins, fold, gather_one_tap, one_tap, plain_windows, taps_matrix, tiles_of, unfold)
 from .dynamic_taps import RunTaps, axis_taps, identity_where, is_identity, period, probe_entries, unsqueeze
 from .emitter import Emitter
-from .generic_emit import refused_unless
+from .generic_emit import dims_of_x_checked, refused_unless, zeros_where_empty
 
 DENSE_LAST_MAX = 2 ** 16   # n * m up to which the last axis takes one dense MatMul (a 256 KB matrix)
 PROBE_ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
@@ -95,15 +95,8 @@ def emit_dynamic(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     dy = _dy_checked(em, dy, x, plan)
     if not plan.convert:
         return _emit_nonempty(em, dy, x, plan)
-    dims = em.node("Concat", [em.node("Shape", [dy], "dyshape"), em.node("Shape", [x], "xshape")], "dims", axis=0)
-    empty = em.node("Equal", [em.node("ReduceMin", [dims], "shortest", keepdims=1), em.const([0], "zero", np.int64)],
-                    "empty")
-    elem = _elem(em)
-    zero = helper.make_tensor("zero", elem, [1], [0.0])
-    zeros = _branch(em, lambda: em.node("ConstantOfShape", [em.node("Shape", [x], "xshape")], "zeros", value=zero),
-                    elem, plan.rank)
-    return em.node("If", [empty], "dx", then_branch=zeros, else_branch=_branch(
-        em, lambda: _emit_nonempty(em, dy, x, plan), elem, plan.rank))
+    return zeros_where_empty(em, em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape"),
+                             lambda: _emit_nonempty(em, dy, x, plan), plan.rank)
 
 
 def _dy_checked(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
@@ -113,12 +106,11 @@ def _dy_checked(em: Emitter, dy: str, x: str, plan: DynamicPlan) -> str:
     batch, and the empty-tensor If took any empty dY (zeros, never an error). With sizes, dY's lengths are the
     sizes: they are not checked here."""
     resized = dict(plan.axes)                   # axis -> its position in scales / roi
-    if len(resized) == plan.rank and not plan.scales:
-        return dy
-    sx, sdy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
-    mask = em.const([a in resized for a in range(plan.rank)], "resized", np.bool_)
+    free = [a in resized for a in range(plan.rank)]
     if not plan.scales:
-        return refused_unless(em, dy, em.node("Or", [em.node("Equal", [sx, sdy], "same"), mask], "kept_same"), sdy)
+        return dy if all(free) else dims_of_x_checked(em, dy, x, free)
+    sx, sdy = em.node("Shape", [x], "xshape"), em.node("Shape", [dy], "dyshape")
+    mask = em.const(free, "resized", np.bool_)
     ones = em.node("Concat", [em.const([1.0], "one", np.float32), _checked_scales(em, plan)], "with_one", axis=0)
     per_axis = em.node("Gather", [ones, em.const([resized[a] + 1 if a in resized else 0 for a in range(plan.rank)],
                                                  "scale_of_axis", np.int64)], "axis_scales")

@@ -30,14 +30,16 @@ def shape_checked(emit):
     return checked
 
 
-def zeros_where_empty(em: Emitter, sx: str, sy: str, build) -> str:
+def zeros_where_empty(em: Emitter, sx: str, sy: str, build, rank: int | None = None) -> str:
     """`build()`'s dX, or zeros of X's shape `sx` where X or dY (shape `sy`) has an empty axis: a batch of 0, a
     zero-length axis, or a one-row axis that downsampling leaves without dY rows. The spellings' views, pads and
-    Convs need rows (onnxruntime refuses a Reshape to a 0 it reads as "copy", and a Conv on an empty axis)."""
+    Convs need rows (onnxruntime refuses a Reshape to a 0 it reads as "copy", and a Conv on an empty axis). The
+    If's output has `rank` where given."""
     fewest = em.node("ReduceMin", [em.node("Concat", [sx, sy], "dims", axis=0)], "fewest", keepdims=0)
     empty = em.node("Equal", [fewest, em.const(0, "none", np.int64)], "empty")
     return emit_if(em, empty, lambda: em.node("ConstantOfShape", [sx], "zeros",
-                                              value=numpy_helper.from_array(np.zeros(1, em.acc))), build, "empty")
+                                              value=numpy_helper.from_array(np.zeros(1, em.acc))), build, "empty",
+                   rank)
 
 
 def emit_resize(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
@@ -99,11 +101,13 @@ def _emit_kron_pairs(em: Emitter, dy: str, x: str, form: GenericForm, checked: s
     return emit_if(em, fits, lambda: _kron_pairs(em, dy, x, form, checked, widest), narrow)
 
 
-def emit_if(em: Emitter, cond: str, then_branch, else_branch, what: str = "kron_pairs") -> str:
+def emit_if(em: Emitter, cond: str, then_branch, else_branch, what: str = "kron_pairs",
+            rank: int | None = None) -> str:
     """One If node on `cond`: each branch's nodes emitted by its function into a subgraph (Emitter.subgraph: its
-    constants Constant nodes inside it); its output (of the accumulation type) named after `what`."""
+    constants Constant nodes inside it); its output (of the accumulation type, of `rank` where given) named after
+    `what`."""
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(em.acc))
-    then_graph, else_graph = (em.subgraph(lambda emit=emit: [(emit(), elem, None)])
+    then_graph, else_graph = (em.subgraph(lambda emit=emit: [(emit(), elem, rank)])
                               for emit in (then_branch, else_branch))
     return em.node("If", [cond], what, then_branch=then_graph, else_branch=else_graph)
 
@@ -183,6 +187,13 @@ def _dy_checked(em: Emitter, dy: str, x: str, form: GenericForm) -> str:
     the way in (a view of dY) rather than on dX (a Reshape writing a graph output copies it)."""
     sx, expected, same = _shape_test(em, dy, x, form)
     return refused_unless(em, dy, same, expected)
+
+
+def dims_of_x_checked(em: Emitter, dy: str, x: str, free: list) -> str:
+    """dY where its dims are X's on every axis whose `free` entry is False, else a Reshape onnxruntime refuses."""
+    sdy = em.node("Shape", [dy], "dyshape")
+    same = em.node("Equal", [em.node("Shape", [x], "xshape"), sdy], "same")
+    return refused_unless(em, dy, em.node("Or", [same, em.const(free, "free", np.bool_)], "same_dims"), sdy)
 
 
 def refused_unless(em: Emitter, dy: str, valid: str, shape: str) -> str:

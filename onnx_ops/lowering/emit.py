@@ -14,7 +14,7 @@ from dml_desc.errors import DescError, require
 
 from .calibration import signature as calibration_signature
 from ..forms import PREFER_RESIZE, Emitter, cast_wrapped, contract, is_symbolic  # noqa: F401 (PREFER_RESIZE: public here)
-from ..forms.generic_emit import refused_unless
+from ..forms.generic_emit import dims_of_x_checked
 from ..forms.registry import GENERIC, RUN_TIME_WALK, RunTimeGradient, pick, ranked, scopes
 from .generic_forms import generic_form
 from .walk import fresh_prefix, graphs, subgraphs
@@ -126,13 +126,8 @@ def _symbolic_dims_checked(em: Emitter, dy: str, x: str, res) -> str:
     """dY where its dims on X's symbolic axes (a static map never resizes them: a batch, channels) are X's, else a
     Reshape onnxruntime refuses: the static forms read those dims from dY, so a dY of another batch gave a dX of
     that batch. No node where every dim is known (onnxruntime checks the inputs' shapes)."""
-    symbolic = [is_symbolic(n) for n in res.in_shape]
-    if not any(symbolic):
-        return dy
-    sdy = em.node("Shape", [dy], "dyshape")
-    same = em.node("Equal", [em.node("Shape", [x], "xshape"), sdy], "same")
-    known = em.const([not s for s in symbolic], "known", np.bool_)
-    return refused_unless(em, dy, em.node("Or", [same, known], "symbolic_same"), sdy)
+    known = [not is_symbolic(n) for n in res.in_shape]
+    return dy if all(known) else dims_of_x_checked(em, dy, x, known)
 
 
 def node_prefix(node, k: int, taken: set) -> tuple[str, str]:
