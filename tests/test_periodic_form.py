@@ -7,6 +7,7 @@ import onnx
 import pytest
 
 from onnx_ops import build_resize, lower, run_model
+from onnx_ops.model import graphs
 from onnx_ops.forms.periodic import PeriodicForm
 from onnx_ops.lowering.generic_forms import generic_form, periodic_lengths, proven_periodic_axis
 from onnx_ops.run import session
@@ -158,3 +159,19 @@ def test_integer_nearest_factors_keep_their_generic_forms():
     assert form is not None and not isinstance(form, PeriodicForm)
     assert isinstance(generic_form(dict(TORCH), ((2, 2), (3, 3)), [1, 1, 2.0, 1.5], ["N", 3, "H", "W"], 19),
                       PeriodicForm)
+
+
+@pytest.mark.parametrize("attrs, scale, order", [(TORCH, 1.5, [3, 2]), (PYTORCH, 2.5, [3, 2]), (HALF, 0.75, [2, 3])])
+def test_the_last_axis_is_contracted_first_where_it_shrinks(attrs, scale, order):
+    """Where p > q the last axis's MatMul (the data on the left, cheaper per value in onnxruntime) runs first, so the
+    other reads the smaller tensor; each axis is lengthened by a Concat with zeros, never a Pad (faster); the
+    gradient is the reference's either way."""
+    scales = [1, 1, scale, scale]
+    lowered, report = lower(grad_model(attrs, ["N", 8, "H", "W"], ["N", 8, "H2", "W2"], scales), semantics=INSTALLED)
+    assert report[0].forms[0].startswith("generic periodic") and "Pad" not in ops(lowered)
+    lengthened = [[a.i for n in g.node if n.op_type == "Concat" for a in n.attribute if a.name == "axis" and a.i]
+                  for g in graphs(lowered.graph)]
+    assert order in lengthened
+    shape = [2, 8, 37, 29]
+    dy, dx = run(lowered, shape, scales)
+    np.testing.assert_allclose(dx, reference(attrs, shape, dy, scales, 19), rtol=1e-5, atol=1e-5)

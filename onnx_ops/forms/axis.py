@@ -145,11 +145,25 @@ def plan_axes(res: Resampling, itemsize: int = 4) -> tuple:
     taps = {a: gradient_taps(res.axes[a], res) for a in res.resized_axes}
     options: dict = {}                  # each axis's cheapest spelling per (axis, shape, padded): both passes share it
     plans, cost = _cheapest(res, taps, frozenset(), itemsize, options)
+    plans = last_axis_first(plans, res)
     padded = frozenset(p.axis for p in plans if p.band is not None and p.band.dense and
                        p.band.tile >= PADDED_MIN_ROWS and p.band.cols >= PADDED_MIN_GROWTH * p.band.tile)
     if not padded:
         return plans, cost
     return min((plans, cost), _cheapest(res, taps, padded, itemsize, options), key=lambda pc: pc[1])
+
+
+def last_axis_first(plans: list, res: Resampling) -> list:
+    """Where every axis is a shared band of several tiles (a rational scale's period: nearest x1.5, the padded form's
+    longer map), the last axis's moved first when it shrinks the tensor (more dY rows than X rows): its MatMul has
+    the data on the left, which onnxruntime multiplies faster per value than the other axes' (the data on the right,
+    packed by MLAS; 2 threads, 2026-11-27: 0.31 against 0.50 ns per value read), so the slower one reads the smaller
+    tensor. Nearest x1.5 on 4x48x112^2 took 0.73-0.76 x the time, x1.5 on 8x32x64^2 0.64-0.66 (docs/benchmarks.md)."""
+    last = len(res.axes) - 1
+    if not all(p.kind == "band" and p.band.shared and p.band.tiles > 1 for p in plans) or \
+            res.out_shape[last] <= res.in_shape[last] or plans[-1].axis != last:
+        return plans
+    return plans[-1:] + plans[:-1]
 
 
 def _cheapest(res: Resampling, taps: dict, padded: frozenset, itemsize: int, options: dict) -> tuple:

@@ -127,8 +127,9 @@ ONE_THREAD_NODES = 2.0
 
 def padded_copies_cost(dy: float, longer_dy: float, dx: float, itemsize: int) -> float:
     """The padded form's copies (onnx_ops.forms.padded): dY's `dy` values lengthened to `longer_dy` (estimated as one
-    Pad of every axis at once; the axis-by-axis copies it writes measured faster: on 4x48x169^2 -> 180^2, a Pad of
-    both axes 1.72 ms, of the first 0.74, a Concat with zeros on the last 0.82) and the Slice writing dX's `dx`."""
+    Pad of every axis at once; the axis-by-axis Concats with zeros it writes measured faster: on 4x48x169^2 -> 180^2,
+    a Pad of both axes 1.72 ms, of the first 0.74, a Concat with zeros on the last 0.82; on another machine, 2026-11-27,
+    a Pad of the first 1.62, a Concat on it 1.05) and the Slice writing dX's `dx`."""
     pad = (dy + longer_dy) * itemsize * PAD_NS_PER_BYTE + NS_PER_NODE
     return ONE_THREAD_NODES * (pad + copy_cost(dx, itemsize) + NS_PER_NODE)
 

@@ -1,9 +1,9 @@
 """padded dY: zero rows appended to dY on some axes, so that the same map on longer axes tiles them evenly (windows
 a Reshape, one matrix for every tile: a rational scale's period), then the per-axis plan of that longer map, each
-axis lengthened just before its contraction (a Pad, or on the last axis a Concat with zeros), and one Slice back to
-X's rows for every axis together (per-axis padded tiles, onnx_ops.forms.bands, slice each axis). Exact where the
-longer map agrees with the real one: every real (X row, dY row) weight the same, and no real dY row reaching a
-padded X row (no clamping at the axis's end)."""
+axis lengthened just before its contraction (a Concat with zeros; the last axis first where it shrinks, as
+axis.last_axis_first orders it), and one Slice back to X's rows for every axis together (per-axis padded tiles,
+onnx_ops.forms.bands, slice each axis). Exact where the longer map agrees with the real one: every real (X row, dY
+row) weight the same, and no real dY row reaching a padded X row (no clamping at the axis's end)."""
 from __future__ import annotations
 
 import itertools
@@ -30,7 +30,7 @@ MAX_ROWS = 1 << 14          # X rows per axis at most (the longer map's taps are
 @dataclass(frozen=True)
 class PaddedPlan:
     """The longer map (dY padded to its out_shape, X cropped from its in_shape), its per-axis plans and the cost
-    of the whole: the Pad, the plans and the Slice."""
+    of the whole: the Concats, the plans and the Slice."""
     longer: Resampling
     plans: list
     cost: float
@@ -96,21 +96,16 @@ def within_budget(res: Resampling, axes: tuple) -> bool:
 
 def emit_padded(em: Emitter, src: str, res: Resampling, form: PaddedPlan) -> tuple:
     """(dX, per-axis form names): the longer map's plans, each axis padded to its dY rows just before it is contracted
-    (a Pad; on the last axis a Concat with zeros, which measured faster), then one Slice to X's shape."""
+    (a Concat with zeros, which measured faster than a Pad), then one Slice to X's shape."""
     rank, longer = len(res.axes), form.longer
 
     def lengthen(em: Emitter, cur: str, axis: int, shape: list) -> str:
         extra = longer.out_shape[axis] - shape[axis]
         if not extra:
             return cur
-        if axis == rank - 1:
-            zeros = em.node("ConstantOfShape", [em.shape(shape[:-1] + [extra])], "zeros",
-                            value=numpy_helper.from_array(np.zeros(1, em.acc)))
-            cur = em.node("Concat", [cur, zeros], "lengthened", axis=axis)
-        else:
-            pads = [0] * (2 * rank)
-            pads[rank + axis] = extra
-            cur = em.pad(cur, pads)
+        zeros = em.node("ConstantOfShape", [em.shape(shape[:axis] + [extra] + shape[axis + 1:])], "zeros",
+                        value=numpy_helper.from_array(np.zeros(1, em.acc)))
+        cur = em.node("Concat", [cur, zeros], "lengthened", axis=axis)
         shape[axis] = longer.out_shape[axis]
         return cur
 

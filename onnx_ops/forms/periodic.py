@@ -98,9 +98,9 @@ def emit_periodic(em: Emitter, dy: str, x: str, form: PeriodicForm) -> str:
     rest = em.node("Mod", [lengths, em.const([form.axes[a].rows for a in axes], "tile_rows", np.int64)], "rest")
 
     def chain(pad: bool) -> str:
-        cur = dy
-        for k, a in enumerate(axes):
-            cur = _contract(em, cur, a, form, sx, pad, merge=pad or k < len(axes) - 1)
+        cur, order = dy, contraction_order(form)
+        for k, a in enumerate(order):
+            cur = _contract(em, cur, a, form, sx, pad, merge=pad or k < len(order) - 1)
         if not pad:
             return em.node("Reshape", [cur, sx], "merged")
         return em.node("Slice", [cur, em.const([0] * len(axes), "start", np.int64), lengths,
@@ -115,6 +115,15 @@ def emit_periodic(em: Emitter, dy: str, x: str, form: PeriodicForm) -> str:
         same = all_true(em, em.node("Equal", [sx, sy], "same"))
         return emit_if(em, same, lambda: em.node("Identity", [dy], "copied"), periodic, "copied")
     return zeros_where_empty(em, sx, sy, copied)
+
+
+def contraction_order(form: PeriodicForm) -> list:
+    """The resized axes in the order they are contracted: the last first where it shrinks the tensor (p > q), as the
+    static plans order their shared bands (onnx_ops.forms.axis.last_axis_first: onnxruntime multiplies the data on
+    the left, the last axis's, faster per value); else the first first."""
+    axes = sorted(form.axes)
+    last = form.axes[axes[-1]]
+    return axes[-1:] + axes[:-1] if last.p > last.q and axes[-1] == form.rank - 1 else axes
 
 
 def _checked(em: Emitter, dy: str, sx: str, sy: str, form: PeriodicForm) -> str:
@@ -154,18 +163,13 @@ def _contract(em: Emitter, cur: str, a: int, form: PeriodicForm, sx: str, pad: b
 
 
 def _lengthen(em: Emitter, cur: str, shape: str, a: int, f: PeriodicAxis, sx: str, rank: int) -> str:
-    """`cur` (of Shape `shape`) with zero rows appended on axis `a` up to whole tiles of X's length: a Pad, or on the
-    last axis (and before opset 11, where Pad's pads are an attribute) a Concat with ConstantOfShape zeros, which
-    measured faster there (onnx_ops.forms.padded)."""
+    """`cur` (of Shape `shape`) with zero rows appended on axis `a` up to whole tiles of X's length: a Concat with
+    ConstantOfShape zeros, which measured faster than a Pad (onnx_ops.forms.padded)."""
     n = dims(em, sx, a, a + 1)
     tiles = em.node("Div", [em.node("Add", [n, em.const([f.rows - 1], "round_up", np.int64)], "n_up"),
                             em.const([f.rows], "tile", np.int64)], "tiles")
     extra = em.node("Sub", [em.node("Mul", [tiles, em.const([f.cols], "cols", np.int64)], "rows"),
                             dims(em, shape, a, a + 1)], "extra")
-    if a < rank - 1 and em.opset >= 11:
-        pads = em.node("Concat", [em.const([0] * (rank + a), "head", np.int64), extra,
-                                  em.const([0] * (rank - a - 1), "tail", np.int64)], "pads", axis=0)
-        return em.node("Pad", [cur, pads], "lengthened")
     zero_shape = em.node("Concat", [dims(em, shape, 0, a), extra, dims(em, shape, a + 1, rank)], "zero_shape", axis=0)
     zeros = em.node("ConstantOfShape", [zero_shape], "zeros", value=numpy_helper.from_array(np.zeros(1, em.acc)))
     return em.node("Concat", [cur, zeros], "lengthened", axis=a)
