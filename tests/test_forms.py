@@ -98,6 +98,20 @@ def test_cost_model_picks_the_expected_form_and_it_is_exact(r, forms, ops):
         assert axes == [3, 2]
 
 
+@pytest.mark.parametrize("shape,scales", [((2, 4, 64, 64), (1.5, 1.5)), ((1, 1, 40, 40, 40), (1.5, 1.5, 1.5)),
+                                          ((3, 8, 52, 104), (2.5, 2.5))])
+def test_shared_bands_contract_the_last_axis_first_where_it_shrinks(shape, scales):
+    """Every axis a shared band of a rational scale, the last with more dY rows than X rows: its MatMul (the data on
+    the left, which onnxruntime multiplies faster per value) runs first, whatever order the estimate took, and the
+    gradient is the reference's."""
+    lowered, report = _check(_spec("nearest", shape, scales=scales, coordinate_transformation_mode="asymmetric",
+                                   nearest_mode="floor"))
+    assert all(f.startswith("band") and "shared" in f for f in report[0].forms)
+    constants = {t.name for t in lowered.graph.initializer}
+    first = next(n for n in lowered.graph.node if n.op_type == "MatMul")
+    assert first.input[0] not in constants and first.input[1] in constants
+
+
 @pytest.mark.parametrize("spec,longer", [
     (_spec("nearest", (1, 1, 97, 97), scales=(1.25, 1.25)), [104, 112]),
     (_spec("linear", (1, 1, 97, 97), scales=(1.5, 1.5), coordinate_transformation_mode="align_corners"), [104, 112]),

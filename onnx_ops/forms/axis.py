@@ -161,9 +161,9 @@ def last_axis_first(plans: list, res: Resampling) -> list:
     tensor. Nearest x1.5 on 4x48x112^2 took 0.73-0.76 x the time, x1.5 on 8x32x64^2 0.64-0.66 (docs/benchmarks.md)."""
     last = len(res.axes) - 1
     if not all(p.kind == "band" and p.band.shared and p.band.tiles > 1 for p in plans) or \
-            res.out_shape[last] <= res.in_shape[last] or plans[-1].axis != last:
+            res.out_shape[last] <= res.in_shape[last]:
         return plans
-    return plans[-1:] + plans[:-1]
+    return sorted(plans, key=lambda p: p.axis != last)      # stable: the others keep their order
 
 
 def _cheapest(res: Resampling, taps: dict, padded: frozenset, itemsize: int, options: dict) -> tuple:
