@@ -82,6 +82,15 @@ class Emitter:
             return self.node("Pad", [src, self.const(pads, "pads", np.int64)], "padded")
         return self.node("Pad", [src], "padded", pads=pads)
 
+    def zeros(self, shape: str) -> str:
+        """Zeros of the accumulation type, of the shape tensor `shape`."""
+        return self.node("ConstantOfShape", [shape], "zeros", value=numpy_helper.from_array(np.zeros(1, self.acc)))
+
+    def lengthened(self, src: str, zero_shape: str, axis: int) -> str:
+        """`src` with the zeros of shape `zero_shape` appended on `axis` (a Concat: faster than a Pad,
+        onnx_ops.forms.padded)."""
+        return self.node("Concat", [src, self.zeros(zero_shape)], "lengthened", axis=axis)
+
     def crop(self, src: str, axes: list, ends: list) -> str:
         """The first `ends[k]` rows of `src` on each of `axes`, in one Slice."""
         if self.opset >= 10:

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from .cost import POOL_WINDOW
 from .emitter import Emitter
@@ -37,9 +37,7 @@ def zeros_where_empty(em: Emitter, sx: str, sy: str, build, rank: int | None = N
     If's output has `rank` where given."""
     fewest = em.node("ReduceMin", [em.node("Concat", [sx, sy], "dims", axis=0)], "fewest", keepdims=0)
     empty = em.node("Equal", [fewest, em.const(0, "none", np.int64)], "empty")
-    return emit_if(em, empty, lambda: em.node("ConstantOfShape", [sx], "zeros",
-                                              value=numpy_helper.from_array(np.zeros(1, em.acc))), build, "empty",
-                   rank)
+    return emit_if(em, empty, lambda: em.zeros(sx), build, "empty", rank)
 
 
 def emit_resize(em: Emitter, dy: str, x: str, form: GenericForm) -> str:

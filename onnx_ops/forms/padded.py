@@ -11,7 +11,6 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from onnx import numpy_helper
 
 from dml_desc import DescError, budget
 from dml_desc.canonical import AxisMap, Resampling, fraction
@@ -103,9 +102,7 @@ def emit_padded(em: Emitter, src: str, res: Resampling, form: PaddedPlan) -> tup
         extra = longer.out_shape[axis] - shape[axis]
         if not extra:
             return cur
-        zeros = em.node("ConstantOfShape", [em.shape(shape[:axis] + [extra] + shape[axis + 1:])], "zeros",
-                        value=numpy_helper.from_array(np.zeros(1, em.acc)))
-        cur = em.node("Concat", [cur, zeros], "lengthened", axis=axis)
+        cur = em.lengthened(cur, em.shape(shape[:axis] + [extra] + shape[axis + 1:]), axis)
         shape[axis] = longer.out_shape[axis]
         return cur
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from onnx import numpy_helper
 
 from .emitter import Emitter
 from .filter_conv import dims
@@ -171,5 +170,4 @@ def _lengthen(em: Emitter, cur: str, shape: str, a: int, f: PeriodicAxis, sx: st
     extra = em.node("Sub", [em.node("Mul", [tiles, em.const([f.cols], "cols", np.int64)], "rows"),
                             dims(em, shape, a, a + 1)], "extra")
     zero_shape = em.node("Concat", [dims(em, shape, 0, a), extra, dims(em, shape, a + 1, rank)], "zero_shape", axis=0)
-    zeros = em.node("ConstantOfShape", [zero_shape], "zeros", value=numpy_helper.from_array(np.zeros(1, em.acc)))
-    return em.node("Concat", [cur, zeros], "lengthened", axis=a)
+    return em.lengthened(cur, zero_shape, a)
